@@ -1,0 +1,182 @@
+"""Walk a segment or snapshot file batch by batch with bounded memory.
+
+Every byte of the file ends up in a ``Batch`` or a ``Region``: a truncated tail, a corrupt
+stretch skipped while resynchronising, or a magic 0/1 message-set entry that is recognised but not
+decoded. Memory is one read window plus the largest batch allowed, whatever the file size.
+"""
+
+import os
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from kraftlog.wire import codecs
+from kraftlog.wire.batch import (
+    COMPRESSION_MASK,
+    HEADER,
+    HEADER_SIZE,
+    HEADER_SIZE_UP_TO_MAGIC,
+    LOG_OVERHEAD,
+    Batch,
+    crc_of,
+    decode_batch,
+)
+
+_PREFIX = struct.Struct(">qiib")  # baseOffset, batchLength, partitionLeaderEpoch, magic
+_MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD  # 49
+_LEGACY_MIN_LENGTH = {0: 14, 1: 22}  # crc+magic+attrs(+timestamp)+keyLen+valueLen
+_WINDOW = 1 << 20
+
+#: Kafka's KafkaRaftClient.MAX_BATCH_SIZE_BYTES; larger batches are treated as corrupt length fields.
+DEFAULT_MAX_BATCH_BYTES = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Bounds that keep hostile input from costing unbounded memory."""
+
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
+    max_decompressed: int = codecs.DEFAULT_MAX_DECOMPRESSED
+
+
+@dataclass(frozen=True, slots=True)
+class Region:
+    """Bytes that are not part of a decoded batch, and why."""
+
+    position: int
+    length: int
+    reason: str  # "truncated" | "corrupt" | "legacy-magic"
+    detail: str
+
+
+class _Window:
+    """A sliding read buffer, so tiny batches do not cost a syscall each."""
+
+    def __init__(self, f, size: int) -> None:
+        self.f = f
+        self.size = size
+        self.buf = b""
+        self.start = 0
+
+    def get(self, pos: int, n: int) -> tuple[bytes, int]:
+        """``buf, i`` with ``buf[i:i+n]`` the file's bytes at ``pos`` (shorter only at end of file)."""
+        start = self.start
+        if pos >= start and pos + n <= start + len(self.buf):
+            return self.buf, pos - start
+        self.f.seek(pos)
+        self.buf = self.f.read(max(n, _WINDOW))
+        self.start = pos
+        return self.buf, 0
+
+
+def _plausible_header(buf: bytes, i: int, limits: Limits) -> int:
+    """The batch size at ``buf[i:]`` if the header there looks like a v2 batch, else 0."""
+    if len(buf) - i < HEADER_SIZE:
+        return 0
+    (
+        base_offset,
+        batch_length,
+        _epoch,
+        magic,
+        _crc,
+        attributes,
+        last_offset_delta,
+        *_,
+        records_count,
+    ) = HEADER.unpack_from(buf, i)
+    if (
+        magic != 2
+        or base_offset < 0
+        or not _MIN_BATCH_LENGTH <= batch_length <= limits.max_batch_bytes - LOG_OVERHEAD
+        or attributes & ~0x7F
+        or (attributes & COMPRESSION_MASK) > codecs.ZSTD
+        or last_offset_delta < 0
+        or records_count < 0
+    ):
+        return 0
+    return batch_length + LOG_OVERHEAD
+
+
+def _resync(window: _Window, start: int, limits: Limits) -> int:
+    """The position of the next batch whose header is plausible and whose CRC holds, or EOF."""
+    pos = start
+    size = window.size
+    while pos + HEADER_SIZE <= size:
+        buf, i = window.get(pos, _WINDOW)
+        span = min(len(buf) - i, size - pos)
+        # candidates: a magic byte 2 sixteen bytes into the header
+        j = buf.find(b"\x02", i + 16, i + span)
+        while j != -1:
+            cand = pos + (j - 16 - i)
+            total = _plausible_header(buf, j - 16, limits)
+            if total and cand + total <= size:
+                data, k = window.get(cand, total)
+                blob = data[k : k + total]
+                if crc_of(blob) == HEADER.unpack_from(blob, 0)[4]:
+                    return cand
+                buf, i = window.get(pos, _WINDOW)  # the CRC read may have moved the window
+            j = buf.find(b"\x02", j + 1, i + span)
+        pos += max(span - HEADER_SIZE, 1)
+    return size
+
+
+def read_log_file(path: str | os.PathLike, limits: Limits = Limits()) -> Iterator[Batch | Region]:
+    """Yield the batches and unreadable regions of one file, in file order."""
+    with open(path, "rb") as f:
+        yield from read_log_stream(f, os.fstat(f.fileno()).st_size, limits)
+
+
+def read_log_stream(f, size: int, limits: Limits = Limits()) -> Iterator[Batch | Region]:
+    """``read_log_file`` over an open binary file object of known size."""
+    window = _Window(f, size)
+    pos = 0
+    while pos < size:
+        if size - pos < HEADER_SIZE_UP_TO_MAGIC:
+            yield Region(pos, size - pos, "truncated", f"{size - pos} bytes are too few for a batch header")
+            return
+        buf, i = window.get(pos, HEADER_SIZE)
+        _base, length, _epoch, magic = _PREFIX.unpack_from(buf, i)
+        total = length + LOG_OVERHEAD
+        if magic in (0, 1) and length >= _LEGACY_MIN_LENGTH[magic] and total <= limits.max_batch_bytes:
+            if pos + total > size:
+                yield Region(pos, size - pos, "truncated", f"magic {magic} entry of {total} bytes is cut off")
+                return
+            yield Region(pos, total, "legacy-magic", f"magic {magic} message set entry of {total} bytes")
+            pos += total
+            continue
+        problem = None
+        if magic != 2:
+            problem = f"magic byte {magic} is not 0, 1 or 2"
+        elif not _MIN_BATCH_LENGTH <= length <= limits.max_batch_bytes - LOG_OVERHEAD:
+            problem = f"batchLength {length} is outside [{_MIN_BATCH_LENGTH}, {limits.max_batch_bytes - 12}]"
+        elif size - pos < HEADER_SIZE:
+            yield Region(pos, size - pos, "truncated", f"{size - pos} bytes are too few for a batch header")
+            return
+        elif pos + total > size:
+            nxt = _resync(window, pos + 1, limits)
+            if nxt == size:
+                yield Region(pos, size - pos, "truncated", f"batch of {total} bytes is cut off at {size - pos}")
+                return
+            problem = f"batchLength {length} runs past a later valid batch"
+        if problem is None:
+            data, k = window.get(pos, total)
+            batch = decode_batch(
+                data[k : k + total], pos, max_decompressed=limits.max_decompressed
+            )
+            after = pos + total
+            if batch.crc_valid or after == size or _follows(window, after, limits):
+                yield batch
+                pos = after
+                continue
+            problem = f"batch at {pos} fails its CRC and no batch header follows it"
+        nxt = _resync(window, pos + 1, limits)
+        yield Region(pos, nxt - pos, "corrupt", problem)
+        pos = nxt
+
+
+def _follows(window: _Window, pos: int, limits: Limits) -> bool:
+    """Whether a plausible batch header (or the start of a cut-off one) sits at ``pos``."""
+    buf, i = window.get(pos, HEADER_SIZE)
+    if len(buf) - i < HEADER_SIZE:
+        return len(buf) - i >= HEADER_SIZE_UP_TO_MAGIC and buf[i + 16] == 2
+    return bool(_plausible_header(buf, i, limits))

@@ -1,0 +1,431 @@
+"""The v2 record batch (magic 2) and its records, declared in construct beside reference §1.
+
+The construct declarations below are the single source of truth for the layouts. The hot path
+does not interpret them per record: the fixed-width header is read with a ``struct`` format
+derived from ``BatchHeader``, and records are read by a straight-line varint loop that
+``tests/test_wire.py`` checks against ``RecordLayout`` on random input.
+"""
+
+import struct
+from dataclasses import dataclass, field
+
+from construct import Array, Bytes, If, Int8sb, Int16sb, Int32sb, Int32ub, Int64sb, Struct, this
+
+from kraftlog.wire import codecs
+from kraftlog.wire.crc import crc32c
+from kraftlog.wire.errors import CorruptBatchError, CorruptRecordError
+from kraftlog.wire.varint import (
+    ZigZagVarInt,
+    read_varint,
+    read_varlong,
+    write_varint,
+    write_varlong,
+)
+
+# --- Layouts (reference §1.1, §1.4) ---------------------------------------------------------
+
+BatchHeader = Struct(
+    "baseOffset" / Int64sb,
+    "batchLength" / Int32sb,  # bytes after this field; the batch is batchLength + 12 bytes
+    "partitionLeaderEpoch" / Int32sb,  # the Raft epoch in KRaft; not covered by the CRC
+    "magic" / Int8sb,
+    "crc" / Int32ub,  # CRC-32C over attributes..end
+    "attributes" / Int16sb,
+    "lastOffsetDelta" / Int32sb,
+    "baseTimestamp" / Int64sb,  # the delete horizon when attributes bit 6 is set
+    "maxTimestamp" / Int64sb,
+    "producerId" / Int64sb,
+    "producerEpoch" / Int16sb,
+    "baseSequence" / Int32sb,
+    "recordsCount" / Int32sb,
+)
+
+HeaderLayout = Struct(
+    "keyLength" / ZigZagVarInt,
+    "key" / Bytes(this.keyLength),
+    "valueLength" / ZigZagVarInt,
+    "value" / If(this.valueLength >= 0, Bytes(this.valueLength)),
+)
+
+RecordLayout = Struct(
+    "length" / ZigZagVarInt,  # bytes after this field
+    "attributes" / Int8sb,
+    "timestampDelta" / ZigZagVarInt,
+    "offsetDelta" / ZigZagVarInt,
+    "keyLength" / ZigZagVarInt,  # -1 = null key
+    "key" / If(this.keyLength >= 0, Bytes(this.keyLength)),
+    "valueLength" / ZigZagVarInt,  # -1 = null value
+    "value" / If(this.valueLength >= 0, Bytes(this.valueLength)),
+    "headerCount" / ZigZagVarInt,
+    "headers" / Array(this.headerCount, HeaderLayout),
+)
+
+
+def _struct_of(layout: Struct) -> struct.Struct:
+    """A struct format for a layout made only of fixed-width big-endian fields."""
+    return struct.Struct(">" + "".join(sc.subcon.fmtstr.lstrip("<>=!") for sc in layout.subcons))
+
+
+HEADER = _struct_of(BatchHeader)
+HEADER_SIZE = HEADER.size  # 61 = RECORD_BATCH_OVERHEAD
+LOG_OVERHEAD = 12  # baseOffset + batchLength
+HEADER_SIZE_UP_TO_MAGIC = 17
+CRC_START = 21  # the CRC covers [21, 12 + batchLength)
+assert HEADER_SIZE == 61
+
+# Attribute bits (reference §1.2)
+COMPRESSION_MASK = 0x07
+TIMESTAMP_TYPE_BIT = 0x08
+TRANSACTIONAL_BIT = 0x10
+CONTROL_BIT = 0x20
+DELETE_HORIZON_BIT = 0x40
+
+NO_SEQUENCE = -1
+_INT32_MAX = 2**31 - 1
+
+
+def increment_sequence(sequence: int, increment: int) -> int:
+    """Kafka's sequence arithmetic: wraps at Integer.MAX_VALUE back to 0."""
+    if sequence > _INT32_MAX - increment:
+        return increment - (_INT32_MAX - sequence) - 1
+    return sequence + increment
+
+
+# --- Decoded values ------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Record:
+    """One record of a batch; ``offset``/``timestamp`` are absolute, deltas kept for re-encoding."""
+
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[bytes, bytes | None], ...] = ()
+    attributes: int = 0
+    timestamp_delta: int = 0
+    offset_delta: int = 0
+    size: int = 0  # bytes on the wire, length varint included
+
+
+@dataclass(slots=True)
+class Batch:
+    """A v2 batch as it lies in the file, with what decoding it found."""
+
+    position: int
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+    crc_valid: bool = True
+    records: list[Record] = field(default_factory=list)
+    error: str | None = None  # why the records could not all be read (framing, codec)
+
+    @property
+    def size(self) -> int:
+        return self.batch_length + LOG_OVERHEAD
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def is_valid(self) -> bool:
+        return self.crc_valid
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & COMPRESSION_MASK
+
+    @property
+    def compression_name(self) -> str:
+        return codecs.CODEC_NAMES.get(self.compression, f"unknown({self.compression})")
+
+    @property
+    def timestamp_type(self) -> str:
+        return "LogAppendTime" if self.attributes & TIMESTAMP_TYPE_BIT else "CreateTime"
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_BIT)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_BIT)
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        return self.base_timestamp if self.attributes & DELETE_HORIZON_BIT else None
+
+    @property
+    def last_sequence(self) -> int:
+        if self.base_sequence == NO_SEQUENCE:
+            return NO_SEQUENCE
+        return increment_sequence(self.base_sequence, self.last_offset_delta)
+
+    def record_sequence(self, record: Record) -> int:
+        if self.base_sequence == NO_SEQUENCE:
+            return NO_SEQUENCE
+        return increment_sequence(self.base_sequence, record.offset_delta)
+
+
+# --- Decoding ------------------------------------------------------------------------------
+
+
+def read_header(buf: bytes, pos: int = 0) -> tuple:
+    """The 13 header fields at ``pos`` in ``BatchHeader`` order (needs 61 bytes)."""
+    return HEADER.unpack_from(buf, pos)
+
+
+def crc_of(batch_bytes: bytes) -> int:
+    return crc32c(memoryview(batch_bytes)[CRC_START:])
+
+
+def decode_batch(
+    batch_bytes: bytes,
+    position: int = 0,
+    *,
+    max_decompressed: int = codecs.DEFAULT_MAX_DECOMPRESSED,
+    verify_crc: bool = True,
+) -> Batch:
+    """Decode one whole v2 batch (``batchLength + 12`` bytes).
+
+    The header must be sane (the file reader checks that before it reads the batch). A CRC
+    mismatch marks the batch invalid but its records are still decoded while the framing holds;
+    a framing or codec failure is recorded in ``Batch.error`` with the records read before it.
+    """
+    if len(batch_bytes) < HEADER_SIZE:
+        raise CorruptBatchError(f"batch of {len(batch_bytes)} bytes is shorter than its 61-byte header")
+    fields = HEADER.unpack_from(batch_bytes, 0)
+    batch = Batch(position, *fields)
+    if batch.size != len(batch_bytes):
+        raise CorruptBatchError(f"batchLength {batch.batch_length} does not match {len(batch_bytes)} bytes")
+    if verify_crc:
+        batch.crc_valid = crc_of(batch_bytes) == batch.crc
+    if batch.records_count < 0:
+        batch.error = f"CorruptRecordException: invalid record count {batch.records_count}"
+        return batch
+    payload = memoryview(batch_bytes)[HEADER_SIZE:]
+    if batch.compression != codecs.NONE:
+        try:
+            payload = codecs.decompress(batch.compression, payload, max_decompressed)
+        except codecs.CompressionError as e:
+            batch.error = f"{type(e).__name__}: {e}"
+            return batch
+    try:
+        _decode_records(batch, bytes(payload))
+    except CorruptRecordError as e:
+        batch.error = f"CorruptRecordException: {e}"
+    except IndexError:  # a varint or field ran past the end of the records
+        batch.error = f"CorruptRecordException: record {len(batch.records)} runs past the end of the batch"
+    return batch
+
+
+def _decode_records(batch: Batch, buf: bytes) -> None:
+    """The straight-line reader of ``RecordLayout``, appending to ``batch.records``."""
+    records = batch.records
+    append = records.append
+    base_offset = batch.base_offset
+    log_append = batch.attributes & TIMESTAMP_TYPE_BIT
+    base_ts = batch.base_timestamp
+    max_ts = batch.max_timestamp
+    end = len(buf)
+    pos = 0
+    for i in range(batch.records_count):
+        if pos >= end:
+            raise CorruptRecordError(
+                f"batch declares {batch.records_count} records but its data ends after {i}"
+            )
+        start = pos
+        b = buf[pos]
+        if b < 0x80:
+            length = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            length, pos = read_varint(buf, pos)
+        body_end = pos + length
+        if length < 6 or body_end > end:
+            raise CorruptRecordError(f"record {i} at byte {start} has invalid size {length}")
+        attributes = buf[pos]
+        if attributes > 127:
+            attributes -= 256
+        pos += 1
+        ts_delta, pos = read_varlong(buf, pos)
+        offset_delta, pos = read_varint(buf, pos)
+        b = buf[pos]
+        if b == 1:  # null key: the common case in metadata logs
+            key = None
+            pos += 1
+        else:
+            key_len, pos = read_varint(buf, pos)
+            if key_len < 0:
+                if key_len != -1:
+                    raise CorruptRecordError(f"record {i} has negative key length {key_len}")
+                key = None
+            else:
+                if pos + key_len > body_end:
+                    raise CorruptRecordError(f"record {i} key of {key_len} bytes overruns the record")
+                key = buf[pos : pos + key_len]
+                pos += key_len
+        value_len, pos = read_varint(buf, pos)
+        if value_len < 0:
+            if value_len != -1:
+                raise CorruptRecordError(f"record {i} has negative value length {value_len}")
+            value = None
+        else:
+            if pos + value_len > body_end:
+                raise CorruptRecordError(f"record {i} value of {value_len} bytes overruns the record")
+            value = buf[pos : pos + value_len]
+            pos += value_len
+        if pos >= body_end:
+            raise CorruptRecordError(f"record {i} ends before its header count")
+        b = buf[pos]
+        if b == 0:
+            headers = ()
+            pos += 1
+        else:
+            headers, pos = _read_headers(buf, pos, body_end, i)
+        if pos != body_end:
+            raise CorruptRecordError(
+                f"record {i} at byte {start}: expected to read {length} bytes in record payload, "
+                f"but instead read {pos - (body_end - length)}"
+            )
+        append(
+            Record(
+                base_offset + offset_delta,
+                max_ts if log_append else base_ts + ts_delta,
+                key,
+                value,
+                headers,
+                attributes,
+                ts_delta,
+                offset_delta,
+                body_end - start,
+            )
+        )
+    if pos != end:
+        raise CorruptRecordError(
+            f"incorrect declared batch size: {end - pos} bytes remain after {batch.records_count} records"
+        )
+
+
+def _read_headers(buf: bytes, pos: int, body_end: int, i: int) -> tuple[tuple, int]:
+    count, pos = read_varint(buf, pos)
+    if count < 0:
+        raise CorruptRecordError(f"record {i} has negative header count {count}")
+    if count > body_end - pos:
+        raise CorruptRecordError(f"record {i} declares {count} headers in {body_end - pos} bytes")
+    headers = []
+    for _ in range(count):
+        klen, pos = read_varint(buf, pos)
+        if klen < 0 or pos + klen > body_end:
+            raise CorruptRecordError(f"record {i} has a header key of invalid length {klen}")
+        hkey = buf[pos : pos + klen]
+        pos += klen
+        vlen, pos = read_varint(buf, pos)
+        if vlen < -1 or pos + vlen > body_end:
+            raise CorruptRecordError(f"record {i} has a header value of invalid length {vlen}")
+        if vlen == -1:
+            hval = None
+        else:
+            hval = buf[pos : pos + vlen]
+            pos += vlen
+        headers.append((hkey, hval))
+    return tuple(headers), pos
+
+
+# --- Encoding ------------------------------------------------------------------------------
+
+
+def encode_record(record: Record) -> bytes:
+    """One record's bytes (``RecordLayout``), length prefix included."""
+    parts = [
+        bytes((record.attributes & 0xFF,)),
+        write_varlong(record.timestamp_delta),
+        write_varint(record.offset_delta),
+    ]
+    for blob in (record.key, record.value):
+        if blob is None:
+            parts.append(b"\x01")
+        else:
+            parts.append(write_varint(len(blob)))
+            parts.append(bytes(blob))
+    parts.append(write_varint(len(record.headers)))
+    for hkey, hval in record.headers:
+        parts.append(write_varint(len(hkey)))
+        parts.append(bytes(hkey))
+        if hval is None:
+            parts.append(b"\x01")
+        else:
+            parts.append(write_varint(len(hval)))
+            parts.append(bytes(hval))
+    body = b"".join(parts)
+    return write_varint(len(body)) + body
+
+
+def encode_batch(
+    records: list[Record],
+    *,
+    base_offset: int,
+    base_timestamp: int,
+    max_timestamp: int | None = None,
+    partition_leader_epoch: int = 0,
+    attributes: int = 0,
+    last_offset_delta: int | None = None,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+) -> bytes:
+    """Build a v2 batch; the CRC and lengths are computed, compression follows ``attributes``."""
+    payload = b"".join(encode_record(r) for r in records)
+    payload = codecs.compress(attributes & COMPRESSION_MASK, payload)
+    if last_offset_delta is None:
+        last_offset_delta = max((r.offset_delta for r in records), default=0)
+    if max_timestamp is None:
+        max_timestamp = max((base_timestamp + r.timestamp_delta for r in records), default=base_timestamp)
+    header = bytearray(
+        HEADER.pack(
+            base_offset,
+            HEADER_SIZE - LOG_OVERHEAD + len(payload),
+            partition_leader_epoch,
+            2,
+            0,
+            attributes,
+            last_offset_delta,
+            base_timestamp,
+            max_timestamp,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            len(records),
+        )
+    )
+    body = bytes(header) + payload
+    struct.pack_into(">I", header, 17, crc32c(body[CRC_START:]))
+    return bytes(header) + payload
+
+
+def reencode_batch(batch: Batch) -> bytes:
+    """The bytes of a decoded batch written again from its fields (the round-trip check)."""
+    return encode_batch(
+        batch.records,
+        base_offset=batch.base_offset,
+        base_timestamp=batch.base_timestamp,
+        max_timestamp=batch.max_timestamp,
+        partition_leader_epoch=batch.partition_leader_epoch,
+        attributes=batch.attributes,
+        last_offset_delta=batch.last_offset_delta,
+        producer_id=batch.producer_id,
+        producer_epoch=batch.producer_epoch,
+        base_sequence=batch.base_sequence,
+    )
