@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Install everything kraftlog needs into ./.venv (Python >= 3.11; Java 17+ for Spark).
+# Safe to run again: it only adds what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+
+if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+    echo "setup: kraftlog needs Python 3.11 or newer (found: $("$PYTHON" --version 2>&1))" >&2
+    exit 1
+fi
+
+java_ok() { java -version 2>&1 | grep -qE 'version "(1[7-9]|[2-9][0-9])'; }
+if ! java_ok; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "setup: installing Java 17 (needed by Spark) with apt-get" >&2
+        apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+    fi
+    java_ok || { echo "setup: Spark needs Java 17 or newer on PATH; install it (e.g. openjdk-17-jre-headless) and rerun" >&2; exit 1; }
+fi
+
+[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+.venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
+.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test,fast]' 2>&1 | grep -v '^WARNING: Location' || true
+.venv/bin/python -c 'import kraftlog, pyspark, construct, crcmod; print("setup: ok, kraftlog", kraftlog.__version__, "pyspark", pyspark.__version__)'

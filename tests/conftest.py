@@ -1,0 +1,44 @@
+"""Shared test fixtures: where the shared corpus lives, and how to read its golden decodings."""
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+CORPUS = REPO.parent / "shared" / "corpus"
+GOLDEN = CORPUS / "golden"
+NO_CORPUS = "the shared corpus (../shared/corpus beside the repo) is absent, as on a user's machine"
+
+
+@pytest.fixture(scope="session")
+def corpus() -> Path:
+    if not CORPUS.is_dir():
+        pytest.skip(NO_CORPUS)
+    return CORPUS
+
+
+def golden_files() -> list[tuple[Path, Path]]:
+    """(raw file, its golden decoding) for every golden decoding in the corpus."""
+    if not GOLDEN.is_dir():
+        return []
+    return [
+        (CORPUS / g.relative_to(GOLDEN).with_suffix("").with_suffix(""), g)
+        for g in sorted(GOLDEN.rglob("*.jsonl.gz"))
+    ]
+
+
+def read_golden(path: Path) -> list[dict]:
+    with gzip.open(path, "rt") as f:
+        return [json.loads(line) for line in f]
+
+
+def corpus_log_files(*, metadata_only: bool = False) -> list[Path]:
+    """Every segment and checkpoint of the real corpus (``.deleted`` and ``.part`` left out)."""
+    if not CORPUS.is_dir():
+        return []
+    from kraftlog.files.paths import classify
+
+    files = [classify(p) for p in sorted((CORPUS / "real").rglob("*")) if p.is_file()]
+    return [f.path for f in files if f.kind != "other" and (f.is_metadata or not metadata_only)]
