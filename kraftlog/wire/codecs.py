@@ -43,7 +43,7 @@ def _gunzip(data: bytes, cap: int) -> bytes:
     return out
 
 
-def _snappy_raw(block: bytes, cap: int) -> bytes:
+def _snappy_raw(block: bytes, cap: int, produced: int = 0) -> bytes:
     # The raw snappy preamble states the uncompressed length: check it before inflating.
     n, shift, i = 0, 0, 0
     while i < min(len(block), 5):
@@ -53,7 +53,7 @@ def _snappy_raw(block: bytes, cap: int) -> bytes:
         if b < 0x80:
             break
         shift += 7
-    if n > cap:
+    if produced + n > cap:
         raise _too_big("snappy", cap)
     try:
         return bytes(cramjam.snappy.decompress_raw(block))
@@ -76,10 +76,8 @@ def _unsnappy(data: bytes, cap: int) -> bytes:
         pos += 4
         if n < 0 or pos + n > len(data):
             raise CompressionError(f"snappy: chunk of {n} bytes at byte {pos - 4} overruns the payload")
-        out += _snappy_raw(data[pos : pos + n], cap - len(out))
+        out += _snappy_raw(data[pos : pos + n], cap, len(out))
         pos += n
-        if len(out) > cap:
-            raise _too_big("snappy", cap)
     return bytes(out)
 
 
