@@ -3,13 +3,17 @@
 import argparse
 import os
 import sys
-from pathlib import Path
+from importlib import import_module
 
 from kraftlog import __version__
 from kraftlog.files.paths import LogFile, classify, log_files_under
 from kraftlog.files.reader import DEFAULT_MAX_BATCH_BYTES, Limits
 from kraftlog.wire.codecs import DEFAULT_MAX_DECOMPRESSED
 from kraftlog.wire.crc import IMPLEMENTATION as CRC_IMPLEMENTATION
+
+
+#: Subcommand modules of ``kraftlog.cli``; each has ``add_parser(subparsers)`` and ``run(args) -> int``.
+COMMANDS = ["dump"]
 
 
 class UsageError(Exception):
@@ -42,14 +46,14 @@ def expand_paths(paths: list[str]) -> list[LogFile]:
     return out
 
 
-def _add_limits(p: argparse.ArgumentParser) -> None:
+def add_limits(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-batch-bytes", type=_size, default=DEFAULT_MAX_BATCH_BYTES, metavar="SIZE",
                    help="largest batch accepted; a larger length field counts as corrupt (default 8MiB)")
     p.add_argument("--max-decompressed", type=_size, default=DEFAULT_MAX_DECOMPRESSED, metavar="SIZE",
                    help="cap on one batch's decompressed records, against compression bombs (default 64MiB)")
 
 
-def _limits(args: argparse.Namespace) -> Limits:
+def limits_of(args: argparse.Namespace) -> Limits:
     return Limits(max_batch_bytes=args.max_batch_bytes, max_decompressed=args.max_decompressed)
 
 
@@ -64,18 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
                                 f"Python {sys.version.split()[0]})")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    dump = sub.add_parser("dump", help="print the batches and records of segments and snapshots",
-                          description="Print every batch and record of the given files. A directory is "
-                          "walked for *.log segments and *.checkpoint snapshots in offset order. "
-                          "Exit 0 when clean, 1 when a batch was invalid, bytes were skipped or a record "
-                          "could not be decoded, 2 on usage errors.")
-    dump.add_argument("paths", nargs="+", metavar="PATH", help="segment, checkpoint, or directory")
-    dump.add_argument("--format", choices=["text", "jsonl"], default="text",
-                      help="text: kafka-dump-log layout (default); jsonl: one JSON object per line")
-    dump.add_argument("--decoder", choices=["auto", "metadata", "raw"], default="auto",
-                      help="decode data records as metadata records, or print raw key/value; auto "
-                      "decides by location (__cluster_metadata-N, *.checkpoint) and content")
-    _add_limits(dump)
+    for name in COMMANDS:
+        import_module(f"kraftlog.cli.{name}").add_parser(sub)
     return parser
 
 
@@ -86,10 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
-        if args.command == "dump":
-            from kraftlog.cli import dump
-
-            return dump.run(expand_paths(args.paths), args.format, args.decoder, _limits(args))
+        return import_module(f"kraftlog.cli.{args.command}").run(args)
     except UsageError as e:
         print(f"kraftlog: {e}", file=sys.stderr)
         return 2
@@ -99,8 +90,6 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
-    parser.error(f"unknown command {args.command}")
-    return 2
 
 
 if __name__ == "__main__":
