@@ -19,7 +19,7 @@ from kraftlog.wire.batch import (
     LOG_OVERHEAD,
     Batch,
     crc_of,
-    decode_batch,
+    decode_batch_at,
 )
 
 _PREFIX = struct.Struct(">qiib")  # baseOffset, batchLength, partitionLeaderEpoch, magic
@@ -159,10 +159,9 @@ def read_log_stream(f, size: int, limits: Limits = Limits()) -> Iterator[Batch |
                 return
             problem = f"batchLength {length} runs past a later valid batch"
         if problem is None:
-            data, k = window.get(pos, total)
-            batch = decode_batch(
-                data[k : k + total], pos, max_decompressed=limits.max_decompressed
-            )
+            if i + total > len(buf):
+                buf, i = window.get(pos, total)
+            batch = decode_batch_at(buf, i, pos, limits.max_decompressed)
             after = pos + total
             if batch.crc_valid or after == size or _follows(window, after, limits):
                 yield batch
