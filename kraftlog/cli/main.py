@@ -13,7 +13,7 @@ from kraftlog.wire.crc import IMPLEMENTATION as CRC_IMPLEMENTATION
 
 
 #: Subcommand modules of ``kraftlog.cli``; each has ``add_parser(subparsers)`` and ``run(args) -> int``.
-COMMANDS = ["dump"]
+COMMANDS = ["dump", "inspect"]
 
 
 class UsageError(Exception):

@@ -120,13 +120,21 @@ def _resync(window: _Window, start: int, limits: Limits) -> int:
     return size
 
 
-def read_log_file(path: str | os.PathLike, limits: Limits = Limits()) -> Iterator[Batch | Region]:
-    """Yield the batches and unreadable regions of one file, in file order."""
+def read_log_file(
+    path: str | os.PathLike, limits: Limits = Limits(), *, records: bool = True
+) -> Iterator[Batch | Region]:
+    """Yield the batches and unreadable regions of one file, in file order.
+
+    The file is opened read-only and no lock is taken, so a live broker's directory can be read.
+    ``records=False`` reads headers and CRCs only.
+    """
     with open(path, "rb") as f:
-        yield from read_log_stream(f, os.fstat(f.fileno()).st_size, limits)
+        yield from read_log_stream(f, os.fstat(f.fileno()).st_size, limits, records=records)
 
 
-def read_log_stream(f, size: int, limits: Limits = Limits()) -> Iterator[Batch | Region]:
+def read_log_stream(
+    f, size: int, limits: Limits = Limits(), *, records: bool = True
+) -> Iterator[Batch | Region]:
     """``read_log_file`` over an open binary file object of known size."""
     window = _Window(f, size)
     pos = 0
@@ -161,7 +169,7 @@ def read_log_stream(f, size: int, limits: Limits = Limits()) -> Iterator[Batch |
         if problem is None:
             if i + total > len(buf):
                 buf, i = window.get(pos, total)
-            batch = decode_batch_at(buf, i, pos, limits.max_decompressed)
+            batch = decode_batch_at(buf, i, pos, limits.max_decompressed, records=records)
             after = pos + total
             if batch.crc_valid or after == size or _follows(window, after, limits):
                 yield batch

@@ -209,17 +209,21 @@ def decode_batch_at(
     position: int,
     max_decompressed: int = codecs.DEFAULT_MAX_DECOMPRESSED,
     verify_crc: bool = True,
+    records: bool = True,
 ) -> Batch:
     """Decode the batch at ``buf[i:]``, whose header the caller has found sane and whole.
 
     A CRC mismatch marks the batch invalid but its records are still decoded while the framing
     holds; a framing or codec failure is kept in ``Batch.error`` with the records read before it.
+    With ``records=False`` only the header and CRC are read (directory scans).
     """
     batch = Batch(position, *HEADER.unpack_from(buf, i))
     end = i + batch.batch_length + LOG_OVERHEAD
     if verify_crc:
         batch.crc_valid = crc32c(memoryview(buf)[i + CRC_START : end]) == batch.crc
     count = batch.records_count
+    if not records:
+        return batch
     if count < 0:
         batch.error = f"CorruptRecordException: invalid record count {count}"
         return batch

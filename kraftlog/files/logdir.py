@@ -1,0 +1,219 @@
+"""What a copied log directory holds, per node: files, offsets covered, gaps, snapshots, and
+whether the metadata state can be rebuilt from it.
+
+Accepts a log-dir root (``meta.properties`` + ``__cluster_metadata-0/``), a ``__cluster_metadata-0``
+folder itself, or any folder holding several nodes' log dirs.
+"""
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kraftlog.files.paths import BOOTSTRAP, METADATA_DIR_RE, LogFile, classify
+from kraftlog.files.reader import Limits, Region, read_log_file
+
+#: Files Kafka leaves in a partition directory that hold no records to replay.
+SKIPPED_SUFFIXES = {
+    ".deleted": "marked for deletion by Kafka (file.delete.delay.ms)",
+    ".part": "snapshot still being written; Kafka deletes it at startup",
+    ".swap": "temporary file of a segment replacement",
+    ".cleaned": "temporary file of log cleaning",
+    ".index": "offset index (rebuildable)",
+    ".timeindex": "time index (rebuildable)",
+    ".snapshot": "producer-state snapshot, not a Raft snapshot",
+    ".txnindex": "aborted-transaction index",
+}
+_KNOWN_TEXT = ("quorum-state", "leader-epoch-checkpoint", "partition.metadata")
+
+
+@dataclass(slots=True)
+class MetaProperties:
+    """``meta.properties``: version 1 is KRaft (``node.id``), version 0 the legacy ``broker.id``."""
+
+    version: int | None
+    cluster_id: str | None
+    node_id: int | None
+    directory_id: str | None
+    properties: dict[str, str]
+
+
+@dataclass(slots=True)
+class FileScan:
+    """Offsets and health of one segment or snapshot, from its batch headers."""
+
+    file: LogFile
+    bytes: int = 0
+    batches: int = 0
+    records: int = 0
+    first_offset: int | None = None
+    last_offset: int | None = None
+    first_timestamp: int | None = None
+    last_timestamp: int | None = None
+    epochs: tuple[int, int] | None = None
+    invalid_batches: int = 0
+    skipped_bytes: int = 0
+    regions: list[Region] = field(default_factory=list)
+    discontinuities: list[tuple[int, int]] = field(default_factory=list)  # (expected, found)
+
+    @property
+    def clean(self) -> bool:
+        return not self.invalid_batches and not self.skipped_bytes and not self.discontinuities
+
+
+@dataclass(slots=True)
+class NodeDir:
+    """One node's copy: its log dir and its ``__cluster_metadata-N`` folder."""
+
+    log_dir: Path
+    metadata_dir: Path | None
+    meta: MetaProperties | None = None
+    bootstrap: LogFile | None = None
+    segments: list[LogFile] = field(default_factory=list)
+    snapshots: list[LogFile] = field(default_factory=list)
+    quorum_state: dict | None = None
+    leader_epochs: list[tuple[int, int]] = field(default_factory=list)
+    partition_metadata: dict[str, str] | None = None
+    skipped: list[tuple[Path, str]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def cluster_id(self) -> str | None:
+        return self.meta.cluster_id if self.meta else None
+
+    @property
+    def node_id(self) -> int | None:
+        return self.meta.node_id if self.meta else None
+
+    @property
+    def name(self) -> str:
+        who = f"node {self.node_id}" if self.node_id is not None else "node ?"
+        return f"{who} [{self.log_dir.name}]"
+
+
+def _properties(text: str) -> dict[str, str]:
+    out = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line[0] in "#!":
+            continue
+        sep = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+        if sep >= 0:
+            out[line[:sep].strip()] = line[sep + 1 :].strip()
+    return out
+
+
+def _int(text: str | None) -> int | None:
+    try:
+        return int(text) if text is not None else None
+    except ValueError:
+        return None
+
+
+def read_meta_properties(path: Path) -> MetaProperties:
+    props = _properties(path.read_text(errors="replace"))
+    return MetaProperties(
+        _int(props.get("version")),
+        props.get("cluster.id"),
+        _int(props.get("node.id", props.get("broker.id"))),
+        props.get("directory.id"),
+        props,
+    )
+
+
+def read_leader_epoch_checkpoint(path: Path) -> list[tuple[int, int]]:
+    """Lines: version, count, then ``epoch startOffset`` pairs."""
+    lines = path.read_text(errors="replace").split("\n")
+    pairs = []
+    for line in lines[2:]:
+        parts = line.split()
+        if len(parts) == 2 and all(p.lstrip("-").isdigit() for p in parts):
+            pairs.append((int(parts[0]), int(parts[1])))
+    return pairs
+
+
+def _metadata_dirs(root: Path) -> Iterator[Path]:
+    if METADATA_DIR_RE.match(root.name):
+        yield root
+        return
+    for dirpath, dirnames, _ in os.walk(root):
+        dirnames.sort()
+        for d in list(dirnames):
+            if METADATA_DIR_RE.match(d):
+                yield Path(dirpath) / d
+                dirnames.remove(d)
+
+
+def find_nodes(path: str | os.PathLike) -> list[NodeDir]:
+    """Every node copy below ``path``; a log dir without a metadata folder still counts if it
+    holds ``meta.properties`` or ``bootstrap.checkpoint``."""
+    root = Path(path)
+    if not root.is_dir():
+        raise FileNotFoundError(f"not a directory: {root}")
+    nodes = [load_node(d.parent, d) for d in _metadata_dirs(root)]
+    if not nodes and ((root / "meta.properties").exists() or (root / BOOTSTRAP).exists()):
+        nodes.append(load_node(root, None))
+    return nodes
+
+
+def load_node(log_dir: Path, metadata_dir: Path | None) -> NodeDir:
+    node = NodeDir(log_dir, metadata_dir)
+    if (log_dir / "meta.properties").is_file():
+        node.meta = read_meta_properties(log_dir / "meta.properties")
+    else:
+        node.problems.append("no meta.properties: cluster and node id unknown")
+    if (log_dir / BOOTSTRAP).is_file():
+        node.bootstrap = classify(log_dir / BOOTSTRAP)
+    if metadata_dir is None:
+        return node
+    for p in sorted(metadata_dir.iterdir()):
+        if not p.is_file():
+            node.skipped.append((p, "not a file"))
+            continue
+        lf = classify(p)
+        if lf.kind == "segment":
+            node.segments.append(lf)
+        elif lf.kind == "snapshot":
+            node.snapshots.append(lf)
+        elif p.name == "quorum-state":
+            try:
+                node.quorum_state = json.loads(p.read_text())
+            except ValueError as e:
+                node.problems.append(f"quorum-state is not JSON: {e}")
+        elif p.name == "leader-epoch-checkpoint":
+            node.leader_epochs = read_leader_epoch_checkpoint(p)
+        elif p.name == "partition.metadata":
+            node.partition_metadata = _properties(p.read_text(errors="replace"))
+        else:
+            why = next((w for s, w in SKIPPED_SUFFIXES.items() if p.name.endswith(s)), "not a Kafka log file")
+            node.skipped.append((p, why))
+    node.segments.sort(key=lambda f: f.offset)
+    node.snapshots.sort(key=lambda f: (f.offset, f.epoch))
+    return node
+
+
+def scan_file(lf: LogFile, limits: Limits = Limits()) -> FileScan:
+    """Walk a file's batch headers: offsets, timestamps, epochs, CRCs, reported regions."""
+    s = FileScan(lf, bytes=lf.path.stat().st_size)
+    expected = None
+    lo = hi = None
+    for item in read_log_file(lf.path, limits, records=False):
+        if isinstance(item, Region):
+            s.regions.append(item)
+            s.skipped_bytes += item.length
+            continue
+        s.batches += 1
+        s.records += max(item.records_count, 0)
+        s.invalid_batches += not item.is_valid
+        if expected is not None and item.base_offset != expected:
+            s.discontinuities.append((expected, item.base_offset))
+        expected = item.last_offset + 1
+        if s.first_offset is None:
+            s.first_offset, s.first_timestamp = item.base_offset, item.max_timestamp
+        s.last_offset, s.last_timestamp = item.last_offset, item.max_timestamp
+        epoch = item.partition_leader_epoch
+        lo = epoch if lo is None else min(lo, epoch)
+        hi = epoch if hi is None else max(hi, epoch)
+    s.epochs = None if lo is None else (lo, hi)
+    return s
