@@ -11,7 +11,6 @@ from kraftlog.files.reader import DEFAULT_MAX_BATCH_BYTES, Limits
 from kraftlog.wire.codecs import DEFAULT_MAX_DECOMPRESSED
 from kraftlog.wire.crc import IMPLEMENTATION as CRC_IMPLEMENTATION
 
-
 #: Subcommand modules of ``kraftlog.cli``; each has ``add_parser(subparsers)`` and ``run(args) -> int``.
 COMMANDS = ["dump", "inspect"]
 

@@ -18,7 +18,7 @@ def _read(buf: bytes, pos: int, max_bytes: int, what: str) -> tuple[int, int]:
     result = 0
     shift = 0
     end = len(buf)
-    for i in range(max_bytes):
+    for _ in range(max_bytes):
         if pos >= end:
             raise CorruptRecordError(f"{what} runs past the end of the data at byte {pos}")
         b = buf[pos]
