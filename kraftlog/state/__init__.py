@@ -1,0 +1,1 @@
+"""State layer: the cluster image replayed with Kafka's semantics, and views of it."""

@@ -1,0 +1,68 @@
+"""Dynamic configs (``ConfigurationsImage``): resource -> key -> value."""
+
+from collections.abc import Callable
+
+from kraftlog.state.ids import key_order
+
+TOPIC = 2
+BROKER = 4
+#: ConfigResource.Type ids -> names; other ids are shown by number.
+RESOURCE_TYPES = {0: "UNKNOWN", 2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGER", 16: "CLIENT_METRICS", 32: "GROUP"}
+
+#: Name fragments of Kafka's PASSWORD-type configs. KRaft stores their values in clear text.
+_SECRET_MARKERS = ("password", "secret", "sasl.jaas.config", "ssl.keystore.key", "ssl.keystore.certificate.chain",
+                   "ssl.truststore.certificates", "token.master.key")
+REDACTED = "[redacted]"
+
+
+def is_sensitive(name: str) -> bool:
+    return any(marker in name for marker in _SECRET_MARKERS)
+
+
+def type_name(resource_type: int) -> str:
+    return RESOURCE_TYPES.get(resource_type, str(resource_type))
+
+
+def resource_key(resource_type: int, name: str) -> str:
+    """``TOPIC:orders``, ``BROKER:1``, and ``BROKER:`` for the cluster-wide default."""
+    return f"{type_name(resource_type)}:{name}"
+
+
+def _resource_order(resource: tuple[int, str]) -> tuple:
+    return (type_name(resource[0]), key_order(resource[1]))
+
+
+class Configs:
+    """(resourceType, resourceName) -> {key: value}; a resource with no keys left is dropped."""
+
+    def __init__(self) -> None:
+        self.resources: dict[tuple[int, str], dict[str, str]] = {}
+
+    def handlers(self) -> dict[str, Callable[[dict], None]]:
+        return {"CONFIG_RECORD": self._config}
+
+    def _config(self, data: dict) -> None:
+        resource = (data["resourceType"], data["resourceName"])
+        value = data.get("value")
+        if value is not None:
+            self.resources.setdefault(resource, {})[data["name"]] = value
+            return
+        values = self.resources.get(resource)
+        if values is not None:
+            values.pop(data["name"], None)
+            if not values:
+                del self.resources[resource]
+
+    def remove_resource(self, resource_type: int, name: str) -> None:
+        self.resources.pop((resource_type, name), None)
+
+    def ordered(self) -> list[tuple[tuple[int, str], dict[str, str]]]:
+        return [(r, self.resources[r]) for r in sorted(self.resources, key=_resource_order)]
+
+    def to_json(self, redact: bool = True) -> dict:
+        return {
+            resource_key(*resource): {
+                k: REDACTED if redact and is_sensitive(k) else v for k, v in sorted(values.items())
+            }
+            for resource, values in self.ordered()
+        }

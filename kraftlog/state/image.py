@@ -1,0 +1,172 @@
+"""The cluster image: every domain plus Kafka's metadata-transaction rule, fed one record at a time."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kraftlog.state.acls import Acls
+from kraftlog.state.brokers import Brokers
+from kraftlog.state.configs import TOPIC, Configs
+from kraftlog.state.controllers import Controllers
+from kraftlog.state.features import Features
+from kraftlog.state.problems import Problem, ReplayProblem
+from kraftlog.state.producer_ids import ProducerIds
+from kraftlog.state.quotas import ClientQuotas
+from kraftlog.state.raft import Raft
+from kraftlog.state.scram import Scram
+from kraftlog.state.tokens import DelegationTokens
+from kraftlog.state.topics import Topics
+
+BEGIN = "BEGIN_TRANSACTION_RECORD"
+END = "END_TRANSACTION_RECORD"
+ABORT = "ABORT_TRANSACTION_RECORD"
+
+#: Records that change nothing in the image (they still advance its provenance).
+_NO_EFFECT = ("NO_OP_RECORD", "SNAPSHOT_HEADER", "SNAPSHOT_FOOTER", "ABORT", "COMMIT")
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    """Where the image stands in the log: the last applied record's offset, batch epoch and time."""
+
+    offset: int = -1
+    epoch: int = -1
+    timestamp: int = -1
+
+    def to_json(self) -> dict:
+        return {"offset": self.offset, "epoch": self.epoch, "timestamp": self.timestamp}
+
+
+@dataclass(slots=True)
+class OpenTransaction:
+    """A metadata transaction begun and not yet ended; its records wait here, unapplied."""
+
+    begin_offset: int
+    name: str | None
+    records: list[tuple[Callable[[dict], None], Any, int]] = field(default_factory=list)
+
+
+class ClusterImage:
+    """Kafka's MetadataImage as plain mutable Python, replayed with the broker's rules.
+
+    A record Kafka would refuse is recorded in ``problems`` and skipped. Records between
+    Begin- and EndTransactionRecord are held back and applied at End, dropped at Abort
+    (OffsetControlManager's rule), so the image never shows half a transaction."""
+
+    def __init__(self) -> None:
+        self.features = Features()
+        self.brokers = Brokers()
+        self.controllers = Controllers()
+        self.topics = Topics()
+        self.configs = Configs()
+        self.client_quotas = ClientQuotas()
+        self.acls = Acls()
+        self.scram = Scram()
+        self.delegation_tokens = DelegationTokens()
+        self.producer_ids = ProducerIds()
+        self.raft = Raft()
+        self.provenance = Provenance()
+        self.problems: list[Problem] = []
+        self.transaction: OpenTransaction | None = None
+        self._handlers: dict[str, Callable[[dict], None]] = {
+            **self.features.handlers(),
+            **self.brokers.handlers(),
+            **self.controllers.handlers(),
+            **self.topics.handlers(),
+            **self.configs.handlers(),
+            **self.client_quotas.handlers(),
+            **self.acls.handlers(),
+            **self.scram.handlers(),
+            **self.delegation_tokens.handlers(),
+            **self.producer_ids.handlers(),
+            "REMOVE_TOPIC_RECORD": self._remove_topic,
+            **dict.fromkeys(_NO_EFFECT, _ignore),
+        }
+        self._raft_handlers = self.raft.handlers()
+
+    @classmethod
+    def empty(cls) -> ClusterImage:
+        """The state before any record; a snapshot is replayed onto this."""
+        return cls()
+
+    def apply(self, rec: Any, offset: int, timestamp: int = -1, epoch: int = -1) -> None:
+        """Replay one decoded record (anything with ``type``, ``data`` and ``error``) at ``offset``."""
+        self.raft.observe_epoch(epoch)
+        kind = rec.type
+        error = getattr(rec, "error", None)
+        if error is not None:
+            self._report(offset, kind, f"not decoded: {error}")
+        elif kind in self._raft_handlers:
+            # Raft control records are not part of metadata transactions.
+            self._run(self._raft_handlers[kind], rec, offset)
+        elif kind in (BEGIN, END, ABORT):
+            self._transaction_marker(kind, rec, offset, timestamp, epoch)
+            return
+        elif (handler := self._handlers.get(kind)) is None:
+            self._report(offset, kind, "unknown record type")
+        elif self.transaction is not None:
+            self.transaction.records.append((handler, rec, offset))
+            return
+        else:
+            self._run(handler, rec, offset)
+        self._advance(offset, epoch, timestamp)
+
+    def _run(self, handler: Callable[[dict], None], rec: Any, offset: int) -> None:
+        try:
+            handler(rec.data)
+        except ReplayProblem as problem:
+            self._report(offset, rec.type, str(problem))
+        except (KeyError, TypeError, ValueError) as exc:
+            self._report(offset, rec.type, f"malformed record: {type(exc).__name__}: {exc}")
+
+    def _report(self, offset: int, kind: str, message: str) -> None:
+        self.problems.append(Problem(offset, kind, message))
+
+    def _advance(self, offset: int, epoch: int, timestamp: int) -> None:
+        if self.transaction is None:
+            self.provenance = Provenance(offset, epoch, timestamp)
+
+    def _transaction_marker(self, kind: str, rec: Any, offset: int, timestamp: int, epoch: int) -> None:
+        txn = self.transaction
+        if kind == BEGIN:
+            if txn is not None:
+                self._report(offset, kind, f"transaction begun at {txn.begin_offset} is still open")
+                return
+            self.transaction = OpenTransaction(offset, rec.data.get("name"))
+            return
+        if txn is None:
+            self._report(offset, kind, "no transaction is open")
+        else:
+            self.transaction = None
+            if kind == END:
+                for handler, held, held_offset in txn.records:
+                    self._run(handler, held, held_offset)
+        self._advance(offset, epoch, timestamp)
+
+    def _remove_topic(self, data: dict) -> None:
+        """RemoveTopicRecord also deletes the topic's configs (MetadataDelta does both)."""
+        name = self.topics.remove(data["topicId"])
+        self.configs.remove_resource(TOPIC, name)
+
+    def to_json(self, redact: bool = True) -> dict:
+        """The canonical image: deterministic, secrets redacted unless ``redact`` is False."""
+        return {
+            "provenance": self.provenance.to_json(),
+            "features": self.features.to_json(),
+            "brokers": self.brokers.to_json(),
+            "controllers": self.controllers.to_json(),
+            "topics": self.topics.to_json(),
+            "configs": self.configs.to_json(redact),
+            "clientQuotas": self.client_quotas.to_json(),
+            "acls": self.acls.to_json(),
+            "scram": self.scram.to_json(redact),
+            "delegationTokens": self.delegation_tokens.to_json(),
+            "producerIds": self.producer_ids.to_json(),
+            "zkMigrationState": self.features.zk_migration_state_name,
+        }
+
+
+def _ignore(data: dict) -> None:
+    """Handler for records that only advance the offset."""

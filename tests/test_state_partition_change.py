@@ -1,0 +1,144 @@
+"""PartitionChangeRecord merge: every sentinel and epoch rule of reference §6.2."""
+
+import pytest
+from test_state_support import change, partition, replayed, topic, uuid
+
+from kraftlog.state.ids import MIGRATING, UNASSIGNED
+
+T = uuid(1)
+D1, D2, D3, D4 = (uuid(100 + i) for i in range(1, 5))
+
+
+def after(*changes, **initial) -> dict:
+    """Partition t-0 (replicas [1, 2, 3], leader 1, leaderEpoch 5, partitionEpoch 7) after ``changes``."""
+    fields = {"leaderEpoch": 5, "partitionEpoch": 7, **initial}
+    image = replayed(topic("t", T), partition(T, 0, [1, 2, 3], **fields), *changes)
+    assert image.problems == []
+    return image.to_json()["topics"]["t"]["partitions"]["0"]
+
+
+def test_absent_leader_means_no_change_and_no_leader_epoch_bump():
+    p = after(change(T, 0, isr=[1, 2]))
+    assert (p["leader"], p["leaderEpoch"], p["partitionEpoch"]) == (1, 5, 8)
+
+
+def test_explicit_minus_two_is_the_same_as_absent():
+    p = after(change(T, 0, leader=-2))
+    assert (p["leader"], p["leaderEpoch"], p["partitionEpoch"]) == (1, 5, 8)
+
+
+def test_leader_minus_one_means_no_leader_and_bumps_the_leader_epoch():
+    p = after(change(T, 0, leader=-1))
+    assert (p["leader"], p["leaderEpoch"], p["partitionEpoch"]) == (-1, 6, 8)
+
+
+def test_same_leader_id_still_bumps_the_leader_epoch():
+    p = after(change(T, 0, leader=1))
+    assert (p["leader"], p["leaderEpoch"], p["partitionEpoch"]) == (1, 6, 8)
+
+
+def test_new_leader_bumps_the_leader_epoch():
+    p = after(change(T, 0, leader=3), change(T, 0, leader=2))
+    assert (p["leader"], p["leaderEpoch"], p["partitionEpoch"]) == (2, 7, 9)
+
+
+def test_an_empty_change_still_bumps_the_partition_epoch():
+    p = after(change(T, 0), change(T, 0))
+    assert (p["leaderEpoch"], p["partitionEpoch"]) == (5, 9)
+    assert p["isr"] == [1, 2, 3]
+
+
+@pytest.mark.parametrize(
+    ("isr_fields", "expected"),
+    [({}, [1, 2, 3]), ({"isr": None}, [1, 2, 3]), ({"isr": []}, []), ({"isr": [3, 1]}, [3, 1])],
+    ids=["absent", "null", "empty", "list"],
+)
+def test_isr_absent_or_null_is_unchanged_and_empty_is_real(isr_fields, expected):
+    assert after(change(T, 0, **isr_fields))["isr"] == expected
+
+
+@pytest.mark.parametrize(
+    ("start", "value", "expected"),
+    [(0, -1, 0), (1, -1, 1), (1, 0, 0), (0, 1, 1)],
+    ids=["-1 keeps RECOVERED", "-1 keeps RECOVERING", "0 recovers", "1 marks RECOVERING"],
+)
+def test_leader_recovery_state(start, value, expected):
+    p = after(change(T, 0, leaderRecoveryState=value), leaderRecoveryState=start)
+    assert p["leaderRecoveryState"] == expected
+
+
+def test_absent_leader_recovery_state_is_unchanged():
+    assert after(change(T, 0, leader=2), leaderRecoveryState=1)["leaderRecoveryState"] == 1
+
+
+def test_unknown_leader_recovery_state_is_a_problem_and_nothing_changes():
+    image = replayed(topic("t", T), partition(T, 0, [1, 2]), change(T, 0, leader=2, leaderRecoveryState=7))
+    assert [p.message for p in image.problems] == ["unknown leaderRecoveryState 7"]
+    p = image.to_json()["topics"]["t"]["partitions"]["0"]
+    assert (p["leader"], p["leaderEpoch"], p["partitionEpoch"]) == (1, 0, 0)
+
+
+def test_unclean_election_record():
+    p = after(change(T, 0, leader=3, isr=[3], leaderRecoveryState=1), isr=[1])
+    assert (p["leader"], p["isr"], p["leaderRecoveryState"], p["leaderEpoch"]) == (3, [3], 1, 6)
+
+
+def test_replica_lists_replace_when_present():
+    p = after(change(T, 0, replicas=[1, 2, 3, 4], addingReplicas=[4]),
+              change(T, 0, removingReplicas=[1]))
+    assert (p["replicas"], p["addingReplicas"], p["removingReplicas"]) == ([1, 2, 3, 4], [4], [1])
+    p = after(change(T, 0, addingReplicas=[]), addingReplicas=[4])
+    assert p["addingReplicas"] == []
+
+
+def test_directories_null_keeps_the_old_ones():
+    assert after(change(T, 0, isr=[1]), directories=[D1, D2, D3])["directories"] == [D1, D2, D3]
+
+
+def test_directories_list_replaces():
+    assert after(change(T, 0, directories=[D3, D2, D1]), directories=[D1, D2, D3])["directories"] == [D3, D2, D1]
+
+
+def test_directories_all_migrating_stay_migrating_for_every_replica():
+    p = after(change(T, 0, directories=[MIGRATING] * 3))
+    assert p["directories"] == [MIGRATING] * 3
+
+
+def test_new_replicas_without_directories_keep_known_ones_and_others_are_unassigned():
+    p = after(change(T, 0, replicas=[2, 3, 4]), directories=[D1, D2, D3])
+    assert p["directories"] == [D2, D3, UNASSIGNED]
+
+
+def test_pre_jbod_reassignment_keeps_migrating_for_staying_replicas():
+    p = after(change(T, 0, replicas=[3, 4]))
+    assert p["directories"] == [MIGRATING, UNASSIGNED]
+
+
+def test_new_replicas_with_directories_use_them():
+    p = after(change(T, 0, replicas=[4, 1], directories=[D4, D1]), directories=[D1, D2, D3])
+    assert (p["replicas"], p["directories"]) == ([4, 1], [D4, D1])
+
+
+def test_directories_not_matching_the_replicas_are_a_problem():
+    image = replayed(topic("t", T), partition(T, 0, [1, 2, 3]), change(T, 0, replicas=[1, 2], directories=[D1]))
+    assert [p.message for p in image.problems] == ["1 directories for 2 replicas"]
+    assert image.to_json()["topics"]["t"]["partitions"]["0"]["replicas"] == [1, 2, 3]
+
+
+@pytest.mark.parametrize("name", ["eligibleLeaderReplicas", "lastKnownElr"])
+def test_elr_fields_null_unchanged_empty_and_list_replace(name):
+    assert after(change(T, 0), **{name: [2]})[name] == [2]
+    assert after(change(T, 0, **{name: None}), **{name: [2]})[name] == [2]
+    assert after(change(T, 0, **{name: []}), **{name: [2]})[name] == []
+    assert after(change(T, 0, **{name: [3, 2]}))[name] == [3, 2]
+
+
+def test_elr_change_alone_does_not_bump_the_leader_epoch():
+    p = after(change(T, 0, isr=[], eligibleLeaderReplicas=[1, 2], lastKnownElr=[3]))
+    assert (p["isr"], p["eligibleLeaderReplicas"], p["lastKnownElr"]) == ([], [1, 2], [3])
+    assert (p["leaderEpoch"], p["partitionEpoch"]) == (5, 8)
+
+
+def test_change_for_a_missing_partition_is_a_problem():
+    image = replayed(topic("t", T), change(T, 3, leader=1))
+    assert [p.message for p in image.problems] == ["PartitionChangeRecord for t-3, which does not exist"]
