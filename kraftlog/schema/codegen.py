@@ -1,0 +1,486 @@
+"""Generate straight-line decoders and encoders from the schema declarations.
+
+Interpreting a schema table once per record is too slow for logs of millions of records, so, as
+Kafka generates its message classes from JSON specs, each (struct, version) gets a Python
+function written out as source text, ``exec``-ed once and cached. Consecutive fixed-width fields
+share one ``struct`` unpack. The hot path carries no bookkeeping for error reporting: when a read
+fails, ``locate`` maps the failing line of the generated code back to the field, and reads the
+position from the frame.
+
+Decoder: ``fn(buf, pos, unk[, path]) -> (data, pos)``; unknown tags are appended to ``unk`` as
+``(path, tag, raw)``. Encoder: ``fn(data, out, unk, path)`` appends to the bytearray ``out``;
+``unk`` maps a path to ``[(tag, raw), ...]`` to write back.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+import linecache
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+from kraftlog.schema.fields import BYTES, UUID, Array, Compact, Field, FieldType, Fixed, Message, Struct
+from kraftlog.wire.errors import CorruptRecordError
+from kraftlog.wire.varint import read_uvarint, write_uvarint
+
+MAX_STRING_LENGTH = 0x7FFF  # Kafka rejects longer strings on read
+
+
+class SchemaError(CorruptRecordError):
+    """A record body that does not follow its schema; the message names field and byte."""
+
+
+#: What a generated decoder can raise on malformed input (anything else is a bug).
+DECODE_ERRORS = (IndexError, struct.error, UnicodeDecodeError, CorruptRecordError)
+#: What a generated encoder raises on data that does not fit the schema.
+ENCODE_ERRORS = (struct.error, TypeError, AttributeError, ValueError, binascii.Error, SchemaError)
+
+_URLSAFE = bytes.maketrans(b"+/", b"-_")
+_uuid_texts: dict[bytes, str] = {}
+
+
+def uuid_text(raw: bytes) -> str:
+    """Kafka's ``Uuid.toString()``; topic ids repeat, so texts are cached (bounded)."""
+    text = _uuid_texts.get(raw)
+    if text is None:
+        if len(_uuid_texts) >= 1 << 16:
+            _uuid_texts.clear()
+        text = _uuid_texts[raw] = binascii.b2a_base64(raw, newline=False)[:22].translate(_URLSAFE).decode()
+    return text
+
+
+def uuid_raw(text: str) -> bytes:
+    if len(text) != 22:
+        raise ValueError(f"uuid text must be 22 characters, got {text!r}")
+    return base64.urlsafe_b64decode(text + "==")
+
+
+@functools.cache
+def _fixed_arrays(code: str) -> Callable[[int], Callable]:
+    """``unpack_from`` for ``n`` packed values of one code; small counts are prebuilt."""
+    small = [struct.Struct(f">{n}{code}").unpack_from for n in range(32)]
+
+    def unpack_n(n: int) -> Callable:
+        return small[n] if n < 32 else struct.Struct(f">{n}{code}").unpack_from
+
+    return unpack_n
+
+
+def _write_uvarint(out: bytearray, n: int) -> None:
+    if n < 0x80:
+        out.append(n)
+    else:
+        out += write_uvarint(n)
+
+
+def _write_tags(out: bytearray, tags: list) -> None:
+    tags.sort(key=lambda t: t[0])
+    _write_uvarint(out, len(tags))
+    for tag, raw in tags:
+        _write_uvarint(out, tag)
+        _write_uvarint(out, len(raw))
+        out += raw
+
+
+_HELPERS: dict[str, Any] = {
+    "_uvarint": read_uvarint,
+    "_w_uvarint": _write_uvarint,
+    "_w_tags": _write_tags,
+    "_uuid": uuid_text,
+    "_uuid_raw": uuid_raw,
+    "_Malformed": SchemaError,
+    "_MAXSTR": MAX_STRING_LENGTH,
+    "_pack": struct.pack,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """What a line of generated code reads: a field, or a run of fixed fields ``(name, offset, size)``."""
+
+    field: str
+    run: tuple[tuple[str, int, int], ...] = ()
+
+
+#: code object of each generated function -> {line number: Location}
+_locations: dict[Any, dict[int, Location]] = {}
+#: generated function -> (struct name, version), for messages
+_owners: dict[Any, tuple[str, int]] = {}
+
+
+class _Source:
+    """Source text under construction, remembering which field each line handles."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.where: dict[int, Location] = {}
+        self.depth = 1
+        self.loc = Location("")
+        self.names = 0
+
+    def emit(self, text: str) -> None:
+        self.lines.append("    " * self.depth + text)
+        self.where[len(self.lines) + 1] = self.loc  # +1: the def line comes first
+
+    def fresh(self, stem: str) -> str:
+        self.names += 1
+        return f"{stem}{self.names}"
+
+    def indent(self) -> _Indent:
+        return _Indent(self)
+
+
+class _Indent:
+    def __init__(self, src: _Source) -> None:
+        self.src = src
+
+    def __enter__(self) -> None:
+        self.src.depth += 1
+
+    def __exit__(self, *exc: object) -> None:
+        self.src.depth -= 1
+
+
+def _var(f: Field) -> str:
+    return "f_" + f.json
+
+
+def _differs(f: Field, var: str) -> str:
+    """Python test for "differs from the default": tagged fields are written (and shown) only then."""
+    default = f.default_value()
+    if default is None:
+        return f"{var} is not None"
+    if default == []:
+        return f"{var}"
+    return f"{var} != {default!r}"
+
+
+def _runs(fields: list[Field]) -> list[list[Field] | Field]:
+    """Group consecutive fixed-width untagged fields, so each group is one ``unpack_from``."""
+    out: list[list[Field] | Field] = []
+    for f in fields:
+        if isinstance(f.type, Fixed):
+            if out and isinstance(out[-1], list):
+                out[-1].append(f)
+            else:
+                out.append([f])
+        else:
+            out.append(f)
+    return out
+
+
+def _struct_fn(src: _Source, ns: dict, prefix: str, codes: str) -> str:
+    """Bind a ``struct`` unpack (decoders) or pack (encoders) of ``codes`` to a fresh name."""
+    name = src.fresh("_s")
+    st = struct.Struct(">" + codes)
+    ns[name] = st.unpack_from if prefix == "d" else st.pack
+    return name
+
+
+def _sub_path(top: bool, name: str, index: str | None) -> str:
+    suffix = f"{name}[{{{index}}}]" if index else name
+    return f'f"{suffix}"' if top else f'f"{{path}}.{suffix}"'
+
+
+# ---------------------------------------------------------------------------------------- decoders
+
+
+def _read_length(src: _Source, var: str, f: Field, version: int) -> None:
+    """Read a compact ``N+1`` prefix into ``var`` as N (-1 for null, refused unless nullable)."""
+    src.emit(f"{var} = buf[pos] - 1; pos += 1")
+    src.emit(f"if {var} >= 127: {var}, pos = _uvarint(buf, pos - 1); {var} -= 1")
+    if not f.nullable_in(version):
+        src.emit(f"if {var} < 0: raise _Malformed('non-nullable field was serialized as null')")
+
+
+class _UnlessNull:
+    """``if n < 0: var = None / else:`` around a value's body, when the field may be null."""
+
+    def __init__(self, src: _Source, n: str, var: str, nullable: bool) -> None:
+        self.src, self.n, self.var, self.nullable = src, n, var, nullable
+
+    def __enter__(self) -> None:
+        if self.nullable:
+            self.src.emit(f"if {self.n} < 0: {self.var} = None")
+            self.src.emit("else:")
+            self.src.depth += 1
+
+    def __exit__(self, *exc: object) -> None:
+        if self.nullable:
+            self.src.depth -= 1
+
+
+def _read_value(src: _Source, ns: dict, t: FieldType, var: str, f: Field, version: int, top: bool,
+                index: str | None = None) -> None:
+    """Emit code reading one value of type ``t`` into ``var``; ``f`` gives nullability and name."""
+    if isinstance(t, Fixed):
+        fn = _struct_fn(src, ns, "d", t.code)
+        src.emit(f"{var}, = {fn}(buf, pos); pos += {t.size}")
+        if t is UUID:
+            src.emit(f"{var} = _uuid({var})")
+    elif isinstance(t, Struct):
+        ns[f"_d_{t.name}"] = decoder(t, version)
+        src.emit(f"{var}, pos = _d_{t.name}(buf, pos, unk, {_sub_path(top, f.json, index)})")
+    elif isinstance(t, Compact):
+        n = src.fresh("n")
+        _read_length(src, n, f, version)
+        with _UnlessNull(src, n, var, f.nullable_in(version)):
+            src.emit(f"if {n} > end - pos: raise _Malformed(f'length {{{n}}} exceeds the {{end - pos}} bytes left')")
+            if t is BYTES:
+                src.emit(f"{var} = buf[pos:pos + {n}]; pos += {n}")
+            else:
+                src.emit(f"if {n} > _MAXSTR: raise _Malformed(f'string length {{{n}}} is over {{_MAXSTR}}')")
+                src.emit(f"{var} = str(buf[pos:pos + {n}], 'utf-8'); pos += {n}")
+    elif isinstance(t, Array):
+        n = src.fresh("n")
+        _read_length(src, n, f, version)
+        with _UnlessNull(src, n, var, f.nullable_in(version)):
+            e = t.element
+            src.emit(f"if {n} * {e.min_size} > end - pos: raise _Malformed("
+                     f"f'array of {{{n}}} needs at least {{{n} * {e.min_size}}} bytes, {{end - pos}} left')")
+            if e is UUID:
+                src.emit(f"{var} = [_uuid(buf[i:i + 16]) for i in range(pos, pos + 16 * {n}, 16)]; pos += 16 * {n}")
+            elif isinstance(e, Fixed):
+                ns[f"_arr_{e.code}"] = _fixed_arrays(e.code)
+                src.emit(f"{var} = list(_arr_{e.code}({n})(buf, pos)); pos += {e.size} * {n}")
+            else:
+                i, item = src.fresh("i"), src.fresh("e")
+                src.emit(f"{var} = []")
+                src.emit(f"for {i} in range({n}):")
+                with src.indent():
+                    element = Field(f.name, e, f.versions)  # elements are never null
+                    _read_value(src, ns, e, item, element, version, top, i)
+                    src.emit(f"{var}.append({item})")
+    else:
+        raise TypeError(t)
+
+
+def _read_tags(src: _Source, ns: dict, s: Struct, version: int, top: bool) -> None:
+    """The tag section: known tags into their variables, unknown ones kept raw in ``unk``."""
+    present = {f.tag: f for f in s.fields_at(version) if f.tag is not None}
+    absent = sorted(f.tag for f in s.fields if f.tag is not None and f.tag not in present)
+    src.loc = Location("(tagged fields)")
+    src.emit("n = buf[pos]; pos += 1")
+    src.emit("if n > 127: n, pos = _uvarint(buf, pos - 1)")
+    src.emit("if n:")
+    with src.indent():
+        src.emit("if 2 * n > end - pos: raise _Malformed(f'{n} tagged fields need at least {2 * n} bytes, "
+                 "{end - pos} left')")
+        src.emit("for _ in range(n):")
+        with src.indent():
+            src.emit("tag = buf[pos]; pos += 1")
+            src.emit("if tag > 127: tag, pos = _uvarint(buf, pos - 1)")
+            src.emit("size = buf[pos]; pos += 1")
+            src.emit("if size > 127: size, pos = _uvarint(buf, pos - 1)")
+            src.emit("if size > end - pos: raise _Malformed(f'tag {tag} has size {size}, {end - pos} bytes left')")
+            src.emit("tag_end = pos + size")
+            for tag, f in sorted(present.items()):
+                src.emit(f"if tag == {tag}:")
+                with src.indent():
+                    src.loc = Location(f.json)
+                    _read_value(src, ns, f.type, _var(f), f, version, top)
+                    src.emit(f"if pos != tag_end: raise _Malformed(f'tag {tag} declares {{size}} bytes, "
+                             f"its value took {{pos - tag_end + size}}')")
+                    src.emit("continue")
+                    src.loc = Location("(tagged fields)")
+            for tag in absent:
+                src.emit(f"if tag == {tag}: raise _Malformed('Tag {tag} is not valid for version {version}')")
+            where = "''" if top else "path"
+            src.emit(f"unk.append(({where}, tag, buf[pos:tag_end])); pos = tag_end")
+
+
+def _build_dict(src: _Source, fields: list[Field]) -> None:
+    """``d`` in schema order; a tagged field only when it differs from its default."""
+    src.loc = Location("")
+    k = next((k for k, f in enumerate(fields) if f.tag is not None), len(fields))
+    src.emit(f"d = {{{', '.join(f'{f.json!r}: {_var(f)}' for f in fields[:k])}}}")
+    for f in fields[k:]:
+        if f.tag is None:
+            src.emit(f'd["{f.json}"] = {_var(f)}')
+        else:
+            src.emit(f'if {_differs(f, _var(f))}: d["{f.json}"] = {_var(f)}')
+
+
+def _build_decoder(s: Struct, version: int) -> Callable:
+    top = isinstance(s, Message)
+    src = _Source()
+    ns = dict(_HELPERS)
+    fields = s.fields_at(version)
+    src.emit("end = len(buf)")
+    for item in _runs([f for f in fields if f.tag is None]):
+        if isinstance(item, list):
+            offsets, size = [], 0
+            for f in item:
+                offsets.append((f.json, size, f.type.size))
+                size += f.type.size
+            src.loc = Location(item[0].json, tuple(offsets))
+            fn = _struct_fn(src, ns, "d", "".join(f.type.code for f in item))
+            src.emit(f"{', '.join(_var(f) for f in item)}, = {fn}(buf, pos); pos += {size}")
+            for f in item:
+                if f.type is UUID:
+                    src.emit(f"{_var(f)} = _uuid({_var(f)})")
+        else:
+            src.loc = Location(item.json)
+            _read_value(src, ns, item.type, _var(item), item, version, top)
+    src.loc = Location("")
+    for f in fields:
+        if f.tag is not None:
+            src.emit(f"{_var(f)} = {f.default_value()!r}")
+    _read_tags(src, ns, s, version, top)
+    _build_dict(src, fields)
+    src.emit("return d, pos")
+    return _compile(src, ns, f"decode_{s.name}_v{version}", "buf, pos, unk" if top else "buf, pos, unk, path")
+
+
+# ---------------------------------------------------------------------------------------- encoders
+
+
+def _write_value(src: _Source, ns: dict, t: FieldType, var: str, f: Field, version: int, out: str) -> None:
+    if isinstance(t, Fixed):
+        fn = _struct_fn(src, ns, "e", t.code)
+        src.emit(f"{out} += {fn}(_uuid_raw({var}))" if t is UUID else f"{out} += {fn}({var})")
+        return
+    if isinstance(t, Struct):
+        ns[f"_e_{t.name}"] = encoder(t, version)
+        src.emit(f"_e_{t.name}({var}, {out}, unk, (f'{{path}}.{f.json}' if path else '{f.json}') if unk else '')")
+        return
+    src.emit(f"if {var} is None:")
+    with src.indent():
+        src.emit(f"{out}.append(0)" if f.nullable_in(version) else
+                 "raise _Malformed('null is not allowed in this version')")
+    src.emit("else:")
+    with src.indent():
+        if isinstance(t, Compact):
+            b = src.fresh("b")
+            if t is BYTES:
+                src.emit(f"{b} = bytes({var})")
+            else:
+                src.emit(f"{b} = {var}.encode()")
+                src.emit(f"if len({b}) > _MAXSTR: raise _Malformed(f'string of {{len({b})}} bytes is over {{_MAXSTR}}')")
+            src.emit(f"_w_uvarint({out}, len({b}) + 1); {out} += {b}")
+        elif isinstance(t, Array):
+            e = t.element
+            src.emit(f"_w_uvarint({out}, len({var}) + 1)")
+            if isinstance(e, Fixed) and e is not UUID:
+                src.emit(f"{out} += _pack(f'>{{len({var})}}{e.code}', *{var})")
+            else:
+                i, item = src.fresh("i"), src.fresh("e")
+                src.emit(f"for {i}, {item} in enumerate({var}):")
+                with src.indent():
+                    if isinstance(e, Struct):
+                        ns[f"_e_{e.name}"] = encoder(e, version)
+                        src.emit(f"_e_{e.name}({item}, {out}, unk, "
+                                 f"(f'{{path}}.{f.json}[{{{i}}}]' if path else f'{f.json}[{{{i}}}]') if unk else '')")
+                    else:
+                        _write_value(src, ns, e, item, Field(f.name, e, f.versions), version, out)
+        else:
+            raise TypeError(t)
+
+
+def _build_encoder(s: Struct, version: int) -> Callable:
+    src = _Source()
+    ns = dict(_HELPERS)
+    fields = s.fields_at(version)
+    ns["_NAMES"] = frozenset(f.json for f in fields)
+    src.emit("if not _NAMES.issuperset(d): "
+             "raise _Malformed(f'no such field in this version: {sorted(set(d) - _NAMES)}')")
+    for f in fields:
+        if f.tag is None:
+            src.loc = Location(f.json)
+            src.emit(f"v = d.get({f.json!r}, {f.default_value()!r})")
+            _write_value(src, ns, f.type, "v", f, version, "out")
+    src.loc = Location("(tagged fields)")
+    src.emit("tags = unk.get(path, []) if unk else []")
+    for f in sorted((f for f in fields if f.tag is not None), key=lambda f: f.tag):
+        src.loc = Location(f.json)
+        src.emit(f"v = d.get({f.json!r}, {f.default_value()!r})")
+        src.emit(f"if {_differs(f, 'v')}:")
+        with src.indent():
+            src.emit("t = bytearray()")
+            _write_value(src, ns, f.type, "v", f, version, "t")
+            src.emit(f"tags.append(({f.tag}, t))")
+    src.loc = Location("(tagged fields)")
+    src.emit("if tags: _w_tags(out, tags)")
+    src.emit("else: out.append(0)")
+    return _compile(src, ns, f"encode_{s.name}_v{version}", "d, out, unk, path")
+
+
+# ---------------------------------------------------------------------------------------- plumbing
+
+
+def _compile(src: _Source, ns: dict, name: str, params: str) -> Callable:
+    text = f"def {name}({params}):\n" + "\n".join(src.lines) + "\n"
+    filename = f"<kraftlog generated {name}>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    exec(compile(text, filename, "exec"), ns)
+    fn = ns[name]
+    _locations[fn.__code__] = src.where
+    return fn
+
+
+_decoders: dict[tuple[Struct, int], Callable] = {}
+_encoders: dict[tuple[Struct, int], Callable] = {}
+
+
+def decoder(s: Struct, version: int) -> Callable:
+    """The generated decoder of ``s`` at ``version`` (built on first use, then cached)."""
+    fn = _decoders.get((s, version))
+    if fn is None:
+        fn = _decoders[(s, version)] = _build_decoder(s, version)
+    return fn
+
+
+def encoder(s: Struct, version: int) -> Callable:
+    """The generated encoder of ``s`` at ``version`` (built on first use, then cached)."""
+    fn = _encoders.get((s, version))
+    if fn is None:
+        fn = _encoders[(s, version)] = _build_encoder(s, version)
+    return fn
+
+
+def source_of(fn: Callable) -> str:
+    """The generated text, for reviewers and for debugging."""
+    return "".join(linecache.getlines(fn.__code__.co_filename))
+
+
+def locate(exc: BaseException) -> str:
+    """Say which field, at which byte, a generated decoder or encoder failed on."""
+    tb: TracebackType | None = exc.__traceback__
+    frame = lineno = None
+    while tb is not None:
+        if tb.tb_frame.f_code in _locations:
+            frame, lineno = tb.tb_frame, tb.tb_lineno
+        tb = tb.tb_next
+    reason = _reason(exc)
+    if frame is None:
+        return reason
+    where = _locations[frame.f_code].get(lineno, Location(""))
+    local = frame.f_locals
+    path = local.get("path") or ""
+    if "buf" not in local:  # an encoder
+        name = ".".join(p for p in (path, where.field) if p)
+        return f"field '{name}': {reason}" if name else reason
+    pos = local.get("pos", 0)
+    field = where.field
+    if where.run and isinstance(exc, struct.error):
+        left = len(local["buf"]) - pos
+        for name, offset, size in where.run:
+            if offset + size > left:
+                field, pos = name, pos + offset
+                reason = f"needs {size} bytes, {max(left - offset, 0)} left"
+                break
+    elif isinstance(exc, IndexError):
+        reason = "value runs past the end of the data"
+    name = ".".join(p for p in (path, field) if p)
+    return f"field '{name}' at byte {pos}: {reason}" if name else f"at byte {pos}: {reason}"
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, UnicodeDecodeError):
+        return f"invalid UTF-8 ({exc.reason} at string byte {exc.start})"
+    return str(exc)

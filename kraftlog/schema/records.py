@@ -1,0 +1,184 @@
+"""Metadata record values: the typed record, decode (never raises) and byte-exact encode.
+
+A value is ``frameVersion apiKey version`` (unsigned varints) then the body at that version
+(reference section 2). Decoding keeps ``raw`` so that a record Kafka cannot read either is still
+shown, skipped or re-emitted, with an ``error`` that says what is wrong and where.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kraftlog.schema.codegen import DECODE_ERRORS, ENCODE_ERRORS, decoder, encoder, locate
+from kraftlog.schema.fields import Message
+from kraftlog.schema.metadata import BY_API_KEY, BY_TYPE_NAME
+from kraftlog.schema.render import b64, compact_json, jsonable
+from kraftlog.wire.errors import CorruptRecordError
+from kraftlog.wire.varint import read_uvarint, write_uvarint
+
+FRAME_VERSION = 1
+#: A NoOpRecord value (frame 1, api key 20, version 0, no tagged fields): most of a quiet log.
+NOOP_VALUE = b"\x01\x14\x00\x00"
+_NOOP_KEY = 20
+
+UnknownTag = tuple[str, int, bytes]  # (path, tag, raw)
+
+
+class MetadataRecord:
+    """One decoded metadata record value.
+
+    ``data`` uses Kafka's JSON field names in schema order, tagged fields only when they differ
+    from their defaults, uuids as 22-char text and ``bytes`` fields as bytes. When ``error`` is
+    set, ``data`` is empty and ``raw`` holds the value as read.
+    """
+
+    __slots__ = ("api_key", "version", "data", "unknown_tags", "error", "raw")
+
+    def __init__(self, api_key: int, version: int, data: dict, unknown_tags: list[UnknownTag] | None = None,
+                 error: str | None = None, raw: bytes = b"") -> None:
+        self.api_key = api_key
+        self.version = version
+        self.data = data
+        self.unknown_tags = [] if unknown_tags is None else unknown_tags
+        self.error = error
+        self.raw = raw
+
+    @property
+    def type(self) -> str:
+        """``MetadataRecordType`` name (``UNKNOWN`` for api keys this table does not have)."""
+        message = BY_API_KEY.get(self.api_key)
+        return message.type_name if message else "UNKNOWN"
+
+    def to_json(self) -> dict:
+        """The golden ``metadata`` object; ``{"type","version","error"}`` for a record that failed."""
+        if self.error is not None:
+            return {"type": self.type, "version": self.version, "error": self.error}
+        out = {"type": self.type, "version": self.version, "data": jsonable(self.data)}
+        if self.unknown_tags:
+            out["unknownTaggedFields"] = [{"path": p, "tag": t, "data": b64(raw)} for p, t, raw in self.unknown_tags]
+        return out
+
+    def dump_text(self, offset: int | None = None) -> str:
+        """What ``kafka-dump-log --cluster-metadata-decoder`` prints after the record header."""
+        if self.error is not None:
+            return f"payload: Error at {offset}, skipping. {self.error.split(': ', 1)[-1]}"
+        return "payload: " + compact_json({"type": self.type, "version": self.version, "data": self.data})
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MetadataRecord):
+            return NotImplemented
+        return all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
+
+    def __repr__(self) -> str:
+        if self.error is not None:
+            return f"MetadataRecord({self.type} v{self.version}, error={self.error!r})"
+        return f"MetadataRecord({self.type} v{self.version}, {self.data!r})"
+
+
+class _Rejected(Exception):
+    """A value refused before its body is read; the message is the full error text."""
+
+
+def _read_frame(value: bytes) -> tuple[int, int, int]:
+    """Frame version, api key and version, with Kafka's checks (the general, slow path)."""
+    pos = 0
+    parts = []
+    for what in ("frame version", "type", "version"):
+        try:
+            n, pos = read_uvarint(value, pos)
+        except CorruptRecordError as exc:
+            raise _Rejected(f"MetadataParseException: {what}: {exc}") from None
+        if n > 0x7FFF:
+            raise _Rejected(f"MetadataParseException: Value for {what} was too large ({n})")
+        if what == "frame version" and n != FRAME_VERSION:
+            if n == 0:
+                raise _Rejected("MetadataParseException: Could not deserialize metadata record with frame "
+                                "version 0 (the KRaft preview format of Kafka 2.8 is not supported)")
+            raise _Rejected(f"MetadataParseException: unknown frame version {n} "
+                            f"(only frame version {FRAME_VERSION} is supported)")
+        parts.append(n)
+    return parts[1], parts[2], pos
+
+
+_decoders: dict[tuple[int, int], Callable] = {}
+
+
+def _decoder_for(api_key: int, version: int) -> Callable:
+    message = BY_API_KEY.get(api_key)
+    if message is None:
+        raise _Rejected(f"UnsupportedVersionException: Unknown metadata id {api_key}")
+    if version not in message.valid_versions:
+        raise _Rejected(f"UnsupportedVersionException: Can't read version {version} of {message.name} "
+                        f"(highest known version is {message.highest_version})")
+    fn = _decoders[(api_key, version)] = decoder(message, version)
+    return fn
+
+
+def decode_metadata(value: bytes) -> MetadataRecord:
+    """Decode one record value. Never raises on bad input: the result's ``error`` says why."""
+    if value == NOOP_VALUE:
+        return MetadataRecord(_NOOP_KEY, 0, {}, None, None, NOOP_VALUE)
+    if type(value) is not bytes:
+        if value is None:
+            return MetadataRecord(-1, -1, {}, None, "MetadataParseException: the record value is null", b"")
+        value = bytes(value)
+    api_key = version = -1
+    try:
+        if len(value) > 2 and value[0] == FRAME_VERSION and value[1] < 0x80 and value[2] < 0x80:
+            api_key, version, pos = value[1], value[2], 3
+        else:
+            api_key, version, pos = _read_frame(value)
+        fn = _decoders.get((api_key, version)) or _decoder_for(api_key, version)
+        unknown: list[UnknownTag] = []
+        data, pos = fn(value, pos, unknown)
+    except _Rejected as exc:
+        return MetadataRecord(api_key, version, {}, None, str(exc), value)
+    except DECODE_ERRORS as exc:
+        name = BY_API_KEY[api_key].name
+        return MetadataRecord(api_key, version, {}, None,
+                              f"MetadataParseException: {name} v{version}: {locate(exc)}", value)
+    if pos != len(value):
+        return MetadataRecord(api_key, version, {}, None,
+                              f"MetadataParseException: Found {len(value) - pos} byte(s) of garbage after "
+                              f"{BY_API_KEY[api_key].name} v{version} (body ends at byte {pos})", value)
+    return MetadataRecord(api_key, version, data, unknown, None, value)
+
+
+def message_of(type_or_api_key: int | str) -> Message:
+    """The schema by api key, enum name (``PARTITION_RECORD``) or spec name (``PartitionRecord``)."""
+    if isinstance(type_or_api_key, int):
+        message = BY_API_KEY.get(type_or_api_key)
+    else:
+        message = BY_TYPE_NAME.get(type_or_api_key) or next(
+            (m for m in BY_API_KEY.values() if m.name == type_or_api_key), None)
+    if message is None:
+        raise ValueError(f"unknown metadata record type {type_or_api_key!r}")
+    return message
+
+
+def encode_metadata(type_or_api_key: int | str, version: int, data: dict[str, Any],
+                    unknown_tags: list[UnknownTag] | None = None) -> bytes:
+    """The value bytes, frame included. Missing fields take their defaults; raises ValueError on
+    data that does not fit the schema (unknown field, out-of-range int, null where not allowed)."""
+    message = message_of(type_or_api_key)
+    if version not in message.valid_versions:
+        raise ValueError(f"{message.name} has no version {version}")
+    out = bytearray((FRAME_VERSION,))
+    out += write_uvarint(message.api_key)
+    out += write_uvarint(version)
+    by_path: dict[str, list[tuple[int, bytes]]] = {}
+    for path, tag, raw in unknown_tags or ():
+        by_path.setdefault(path, []).append((tag, raw))
+    try:
+        encoder(message, version)(data, out, by_path, "")
+    except ENCODE_ERRORS as exc:
+        raise ValueError(f"{message.name} v{version}: {locate(exc)}") from None
+    return bytes(out)
+
+
+def encode_record(rec: MetadataRecord) -> bytes:
+    """Re-encode a decoded record, unknown tagged fields included (byte-identical for Kafka's values)."""
+    if rec.error is not None:
+        return rec.raw
+    return encode_metadata(rec.api_key, rec.version, rec.data, rec.unknown_tags)
