@@ -135,8 +135,9 @@ def add_parser(sub) -> None:
     main.add_limits(p)
 
 
-def run(args, out: TextIO = sys.stdout) -> int:
+def run(args, out: TextIO | None = None) -> int:
     """Dump every file; exit 1 when any batch was invalid, any byte skipped or any record undecodable."""
+    out = out or sys.stdout
     status = 0
     limits = main.limits_of(args)
     for lf in main.expand_paths(args.paths):

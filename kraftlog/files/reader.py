@@ -23,6 +23,7 @@ from kraftlog.wire.batch import (
 )
 
 _PREFIX = struct.Struct(">qiib")  # baseOffset, batchLength, partitionLeaderEpoch, magic
+_LAST_OFFSET_DELTA = struct.Struct(">i")
 _MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD  # 49
 _LEGACY_MIN_LENGTH = {0: 14, 1: 22}  # crc+magic+attrs(+timestamp)+keyLen+valueLen
 _WINDOW = 1 << 20
@@ -121,19 +122,20 @@ def _resync(window: _Window, start: int, limits: Limits) -> int:
 
 
 def read_log_file(
-    path: str | os.PathLike, limits: Limits = Limits(), *, records: bool = True
+    path: str | os.PathLike, limits: Limits = Limits(), *, records: bool = True, skip_before: int = -1
 ) -> Iterator[Batch | Region]:
     """Yield the batches and unreadable regions of one file, in file order.
 
     The file is opened read-only and no lock is taken, so a live broker's directory can be read.
-    ``records=False`` reads headers and CRCs only.
+    ``records=False`` reads headers and CRCs only; so do batches that end before ``skip_before``.
     """
     with open(path, "rb") as f:
-        yield from read_log_stream(f, os.fstat(f.fileno()).st_size, limits, records=records)
+        yield from read_log_stream(f, os.fstat(f.fileno()).st_size, limits, records=records,
+                                   skip_before=skip_before)
 
 
 def read_log_stream(
-    f, size: int, limits: Limits = Limits(), *, records: bool = True
+    f, size: int, limits: Limits = Limits(), *, records: bool = True, skip_before: int = -1
 ) -> Iterator[Batch | Region]:
     """``read_log_file`` over an open binary file object of known size."""
     window = _Window(f, size)
@@ -143,7 +145,7 @@ def read_log_stream(
             yield Region(pos, size - pos, "truncated", f"{size - pos} bytes are too few for a batch header")
             return
         buf, i = window.get(pos, HEADER_SIZE)
-        _base, length, _epoch, magic = _PREFIX.unpack_from(buf, i)
+        base, length, _epoch, magic = _PREFIX.unpack_from(buf, i)
         total = length + LOG_OVERHEAD
         if magic in (0, 1) and length >= _LEGACY_MIN_LENGTH[magic] and total <= limits.max_batch_bytes:
             if pos + total > size:
@@ -169,7 +171,8 @@ def read_log_stream(
         if problem is None:
             if i + total > len(buf):
                 buf, i = window.get(pos, total)
-            batch = decode_batch_at(buf, i, pos, limits.max_decompressed, records=records)
+            wanted = records and (base >= skip_before or _last_offset(buf, i) >= skip_before)
+            batch = decode_batch_at(buf, i, pos, limits.max_decompressed, records=wanted)
             after = pos + total
             if batch.crc_valid or after == size or _follows(window, after, limits):
                 yield batch
@@ -179,6 +182,10 @@ def read_log_stream(
         nxt = _resync(window, pos + 1, limits)
         yield Region(pos, nxt - pos, "corrupt", problem)
         pos = nxt
+
+
+def _last_offset(buf: bytes, i: int) -> int:
+    return _PREFIX.unpack_from(buf, i)[0] + _LAST_OFFSET_DELTA.unpack_from(buf, i + 23)[0]
 
 
 def _follows(window: _Window, pos: int, limits: Limits) -> bool:

@@ -1,0 +1,50 @@
+"""A file's records as typed entries in log order: what replay and the commands consume."""
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from kraftlog.files.paths import LogFile
+from kraftlog.files.reader import Limits, Region, read_log_file
+from kraftlog.schema import ControlRecord, MetadataRecord, decode_control, decode_metadata
+
+
+class Entry(NamedTuple):
+    """One decoded record where the log holds it: offset, and its batch's time and leader epoch."""
+
+    record: MetadataRecord | ControlRecord
+    offset: int
+    timestamp: int
+    epoch: int
+
+
+@dataclass(slots=True)
+class ReadProblems:
+    """What could not be read while producing entries, so that nothing is dropped silently."""
+
+    messages: list[str] = field(default_factory=list)
+
+    def add(self, lf: LogFile, message: str) -> None:
+        self.messages.append(f"{lf.path.name}: {message}")
+
+
+def iter_entries(
+    lf: LogFile, limits: Limits = Limits(), problems: ReadProblems | None = None, start: int = -1
+) -> Iterator[Entry]:
+    """Decoded records of one file with offset >= ``start``; unreadable parts go to ``problems``."""
+    for item in read_log_file(lf.path, limits, skip_before=start):
+        if isinstance(item, Region):
+            if problems is not None:
+                problems.add(lf, f"{item.length} bytes at {item.position} skipped ({item.reason}: {item.detail})")
+            continue
+        if problems is not None:
+            if not item.is_valid:
+                problems.add(lf, f"batch at {item.position} (offset {item.base_offset}) fails its CRC")
+            if item.error:
+                problems.add(lf, f"batch at {item.position} (offset {item.base_offset}): {item.error}")
+        control, epoch = item.is_control, item.partition_leader_epoch
+        for r in item.records:
+            if r.offset < start:
+                continue
+            rec = decode_control(r.key or b"", r.value or b"") if control else decode_metadata(r.value or b"")
+            yield Entry(rec, r.offset, r.timestamp, epoch)
