@@ -60,15 +60,20 @@ def uuid_raw(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "==")
 
 
+class _PackedArrays(dict):
+    """``unpack_from`` of ``n`` packed values of one code, by ``n``: a dict hit for common counts."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__((n, struct.Struct(f">{n}{code}").unpack_from) for n in range(64))
+        self.code = code
+
+    def __missing__(self, n: int) -> Callable:
+        return struct.Struct(f">{n}{self.code}").unpack_from  # not kept: counts come from the data
+
+
 @functools.cache
-def _fixed_arrays(code: str) -> Callable[[int], Callable]:
-    """``unpack_from`` for ``n`` packed values of one code; small counts are prebuilt."""
-    small = [struct.Struct(f">{n}{code}").unpack_from for n in range(32)]
-
-    def unpack_n(n: int) -> Callable:
-        return small[n] if n < 32 else struct.Struct(f">{n}{code}").unpack_from
-
-    return unpack_n
+def _packed_arrays(code: str) -> _PackedArrays:
+    return _PackedArrays(code)
 
 
 def _write_uvarint(out: bytearray, n: int) -> None:
@@ -246,8 +251,8 @@ def _read_value(src: _Source, ns: dict, t: FieldType, var: str, f: Field, versio
             if e is UUID:
                 src.emit(f"{var} = [_uuid(buf[i:i + 16]) for i in range(pos, pos + 16 * {n}, 16)]; pos += 16 * {n}")
             elif isinstance(e, Fixed):
-                ns[f"_arr_{e.code}"] = _fixed_arrays(e.code)
-                src.emit(f"{var} = list(_arr_{e.code}({n})(buf, pos)); pos += {e.size} * {n}")
+                ns[f"_arr_{e.code}"] = _packed_arrays(e.code)
+                src.emit(f"{var} = list(_arr_{e.code}[{n}](buf, pos)); pos += {e.size} * {n}")
             else:
                 i, item = src.fresh("i"), src.fresh("e")
                 src.emit(f"{var} = []")

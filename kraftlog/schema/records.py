@@ -7,7 +7,7 @@ shown, skipped or re-emitted, with an ``error`` that says what is wrong and wher
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kraftlog.schema.codegen import DECODE_ERRORS, ENCODE_ERRORS, decoder, encoder, locate
@@ -22,25 +22,26 @@ FRAME_VERSION = 1
 NOOP_VALUE = b"\x01\x14\x00\x00"
 _NOOP_KEY = 20
 
-UnknownTag = tuple[str, int, bytes]  # (path, tag, raw)
+UnknownTag = tuple[str, int, bytes]  # (path, tag, raw); path "" is the record, "endPoints[0]" an element
 
 
 class MetadataRecord:
     """One decoded metadata record value.
 
     ``data`` uses Kafka's JSON field names in schema order, tagged fields only when they differ
-    from their defaults, uuids as 22-char text and ``bytes`` fields as bytes. When ``error`` is
-    set, ``data`` is empty and ``raw`` holds the value as read.
+    from their defaults, uuids as 22-char text and ``bytes`` fields as bytes. ``unknown_tags`` is
+    a tuple (immutable, and no allocation for the usual none). When ``error`` is set, ``data`` is
+    empty and ``raw`` holds the value as read (-1 for an api key or version not read).
     """
 
     __slots__ = ("api_key", "version", "data", "unknown_tags", "error", "raw")
 
-    def __init__(self, api_key: int, version: int, data: dict, unknown_tags: list[UnknownTag] | None = None,
+    def __init__(self, api_key: int, version: int, data: dict, unknown_tags: tuple[UnknownTag, ...] = (),
                  error: str | None = None, raw: bytes = b"") -> None:
         self.api_key = api_key
         self.version = version
         self.data = data
-        self.unknown_tags = [] if unknown_tags is None else unknown_tags
+        self.unknown_tags = unknown_tags
         self.error = error
         self.raw = raw
 
@@ -101,7 +102,7 @@ def _read_frame(value: bytes) -> tuple[int, int, int]:
     return parts[1], parts[2], pos
 
 
-_decoders: dict[tuple[int, int], Callable] = {}
+_decoders: dict[int, Callable] = {}  # by api_key << 16 | version
 
 
 def _decoder_for(api_key: int, version: int) -> Callable:
@@ -111,17 +112,17 @@ def _decoder_for(api_key: int, version: int) -> Callable:
     if version not in message.valid_versions:
         raise _Rejected(f"UnsupportedVersionException: Can't read version {version} of {message.name} "
                         f"(highest known version is {message.highest_version})")
-    fn = _decoders[(api_key, version)] = decoder(message, version)
+    fn = _decoders[api_key << 16 | version] = decoder(message, version)
     return fn
 
 
 def decode_metadata(value: bytes) -> MetadataRecord:
     """Decode one record value. Never raises on bad input: the result's ``error`` says why."""
     if value == NOOP_VALUE:
-        return MetadataRecord(_NOOP_KEY, 0, {}, None, None, NOOP_VALUE)
+        return MetadataRecord(_NOOP_KEY, 0, {}, (), None, NOOP_VALUE)
     if type(value) is not bytes:
         if value is None:
-            return MetadataRecord(-1, -1, {}, None, "MetadataParseException: the record value is null", b"")
+            return MetadataRecord(-1, -1, {}, (), "MetadataParseException: the record value is null")
         value = bytes(value)
     api_key = version = -1
     try:
@@ -129,20 +130,20 @@ def decode_metadata(value: bytes) -> MetadataRecord:
             api_key, version, pos = value[1], value[2], 3
         else:
             api_key, version, pos = _read_frame(value)
-        fn = _decoders.get((api_key, version)) or _decoder_for(api_key, version)
+        fn = _decoders.get(api_key << 16 | version) or _decoder_for(api_key, version)
         unknown: list[UnknownTag] = []
         data, pos = fn(value, pos, unknown)
     except _Rejected as exc:
-        return MetadataRecord(api_key, version, {}, None, str(exc), value)
+        return MetadataRecord(api_key, version, {}, (), str(exc), value)
     except DECODE_ERRORS as exc:
         name = BY_API_KEY[api_key].name
-        return MetadataRecord(api_key, version, {}, None,
+        return MetadataRecord(api_key, version, {}, (),
                               f"MetadataParseException: {name} v{version}: {locate(exc)}", value)
     if pos != len(value):
-        return MetadataRecord(api_key, version, {}, None,
+        return MetadataRecord(api_key, version, {}, (),
                               f"MetadataParseException: Found {len(value) - pos} byte(s) of garbage after "
                               f"{BY_API_KEY[api_key].name} v{version} (body ends at byte {pos})", value)
-    return MetadataRecord(api_key, version, data, unknown, None, value)
+    return MetadataRecord(api_key, version, data, tuple(unknown) if unknown else (), None, value)
 
 
 def message_of(type_or_api_key: int | str) -> Message:
@@ -158,7 +159,7 @@ def message_of(type_or_api_key: int | str) -> Message:
 
 
 def encode_metadata(type_or_api_key: int | str, version: int, data: dict[str, Any],
-                    unknown_tags: list[UnknownTag] | None = None) -> bytes:
+                    unknown_tags: Iterable[UnknownTag] = ()) -> bytes:
     """The value bytes, frame included. Missing fields take their defaults; raises ValueError on
     data that does not fit the schema (unknown field, out-of-range int, null where not allowed)."""
     message = message_of(type_or_api_key)
@@ -168,7 +169,7 @@ def encode_metadata(type_or_api_key: int | str, version: int, data: dict[str, An
     out += write_uvarint(message.api_key)
     out += write_uvarint(version)
     by_path: dict[str, list[tuple[int, bytes]]] = {}
-    for path, tag, raw in unknown_tags or ():
+    for path, tag, raw in unknown_tags:
         by_path.setdefault(path, []).append((tag, raw))
     try:
         encoder(message, version)(data, out, by_path, "")
