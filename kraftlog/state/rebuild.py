@@ -40,6 +40,7 @@ class Rebuilt:
     base: str  # what replay started from, for people
     records: int  # log records applied after the base
     problems: ReadProblems = field(default_factory=ReadProblems)
+    notes: list[str] = field(default_factory=list)  # worth saying, but nothing is wrong
 
     @property
     def open_transaction(self):
@@ -117,4 +118,8 @@ def rebuild(
     if time_ms is not None:
         entries = _until_time(entries, time_ms)
     result: ReplayResult = replay(entries, image, until=offset)
-    return Rebuilt(result.image, described, result.records, problems)
+    built = Rebuilt(result.image, described, result.records, problems)
+    reached = result.image.provenance.offset
+    if offset is not None and reached < offset and result.image.transaction is None:
+        built.notes.append(f"the log ends at offset {reached}, before the requested offset {offset}")
+    return built
