@@ -2,8 +2,9 @@
 
 from test_state_support import Rec, config, partition, rec, register_broker, replayed, topic, uuid
 
+from kraftlog.files.records import Entry
 from kraftlog.state.image import ClusterImage
-from kraftlog.state.replay import Entry, load_snapshot, replay
+from kraftlog.state.replay import load_snapshot, replay
 
 BEGIN = rec("BEGIN_TRANSACTION_RECORD", name="Bootstrap records")
 END = rec("END_TRANSACTION_RECORD")
@@ -42,6 +43,12 @@ def test_undecoded_and_unknown_records_are_problems_and_skipped():
     assert "unknown record type" in image.problems[1].message
     assert list(image.to_json()["topics"]) == ["t"]
     assert image.provenance.offset == 2
+
+
+def test_unknown_control_records_are_ignored_as_kafka_does():
+    image = replayed(Rec("UNKNOWN", None), topic("t", uuid(1)))
+    assert image.problems == []
+    assert image.provenance.offset == 1
 
 
 def test_malformed_record_data_is_a_problem_not_a_crash():

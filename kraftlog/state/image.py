@@ -23,8 +23,9 @@ BEGIN = "BEGIN_TRANSACTION_RECORD"
 END = "END_TRANSACTION_RECORD"
 ABORT = "ABORT_TRANSACTION_RECORD"
 
-#: Records that change nothing in the image (they still advance its provenance).
-_NO_EFFECT = ("NO_OP_RECORD", "SNAPSHOT_HEADER", "SNAPSHOT_FOOTER", "ABORT", "COMMIT")
+#: Records that change nothing in the image (they still advance its provenance). Kafka ignores
+#: control types it does not know; an unknown metadata api key arrives with ``error`` set instead.
+_NO_EFFECT = ("NO_OP_RECORD", "SNAPSHOT_HEADER", "SNAPSHOT_FOOTER", "ABORT", "COMMIT", "UNKNOWN")
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,19 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
 
+from kraftlog.files.records import Entry
 from kraftlog.state.image import ClusterImage, OpenTransaction, Provenance
 from kraftlog.state.problems import Problem
-
-
-class Entry(NamedTuple):
-    """One decoded record where the log holds it: offset, and its batch's time and leader epoch."""
-
-    record: Any
-    offset: int
-    timestamp: int
-    epoch: int
 
 
 @dataclass(slots=True)
