@@ -25,7 +25,7 @@ def metadata_version_name(level: int) -> str:
 
 
 class Features:
-    """Feature name -> finalized level; a level of 0 means the feature is off and is dropped."""
+    """Enabled feature name -> finalized level; a level of 0 turns a feature off, so it is dropped."""
 
     def __init__(self) -> None:
         self.levels: dict[str, int] = {}
@@ -56,4 +56,4 @@ class Features:
         self.zk_migration_state = data["zkMigrationState"]
 
     def to_json(self) -> dict:
-        return {name: level for name, level in sorted(self.levels.items()) if level > 0}
+        return dict(sorted(self.levels.items()))

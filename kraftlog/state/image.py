@@ -103,13 +103,11 @@ class ClusterImage:
             # Raft control records are not part of metadata transactions.
             self._run(self._raft_handlers[kind], rec, offset)
         elif kind in (BEGIN, END, ABORT):
-            self._transaction_marker(kind, rec, offset, timestamp, epoch)
-            return
+            self._transaction_marker(kind, rec, offset)
         elif (handler := self._handlers.get(kind)) is None:
             self._report(offset, kind, "unknown record type")
         elif self.transaction is not None:
             self.transaction.records.append((handler, rec, offset))
-            return
         else:
             self._run(handler, rec, offset)
         self._advance(offset, epoch, timestamp)
@@ -126,25 +124,24 @@ class ClusterImage:
         self.problems.append(Problem(offset, kind, message))
 
     def _advance(self, offset: int, epoch: int, timestamp: int) -> None:
+        """Only outside a transaction: while one is open the image stays the pre-Begin one."""
         if self.transaction is None:
             self.provenance = Provenance(offset, epoch, timestamp)
 
-    def _transaction_marker(self, kind: str, rec: Any, offset: int, timestamp: int, epoch: int) -> None:
+    def _transaction_marker(self, kind: str, rec: Any, offset: int) -> None:
         txn = self.transaction
         if kind == BEGIN:
             if txn is not None:
                 self._report(offset, kind, f"transaction begun at {txn.begin_offset} is still open")
-                return
-            self.transaction = OpenTransaction(offset, rec.data.get("name"))
-            return
-        if txn is None:
+            else:
+                self.transaction = OpenTransaction(offset, rec.data.get("name"))
+        elif txn is None:
             self._report(offset, kind, "no transaction is open")
         else:
             self.transaction = None
             if kind == END:
                 for handler, held, held_offset in txn.records:
                     self._run(handler, held, held_offset)
-        self._advance(offset, epoch, timestamp)
 
     def _remove_topic(self, data: dict) -> None:
         """RemoveTopicRecord also deletes the topic's configs (MetadataDelta does both)."""

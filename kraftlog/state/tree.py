@@ -85,7 +85,7 @@ def _features_node(image: ClusterImage) -> dict:
         "zkMigrationState": image.features.zk_migration_state_name,
     }
     for name, level in image.features.levels.items():
-        if name != METADATA_VERSION and level > 0:
+        if name != METADATA_VERSION:
             node[f"finalized_{name}"] = str(level)
     return node
 
