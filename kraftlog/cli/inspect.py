@@ -3,9 +3,9 @@
 import json
 import sys
 from collections import Counter, defaultdict
-from datetime import UTC, datetime
 
 from kraftlog.cli import main
+from kraftlog.cli.render import iso_time
 from kraftlog.files.coverage import compare_copies, coverage
 from kraftlog.files.logdir import FileScan, NodeDir, find_nodes, scan_file
 from kraftlog.files.reader import Limits
@@ -24,17 +24,11 @@ def add_parser(sub) -> None:
     main.add_limits(p)
 
 
-def _time(ms: int | None) -> str | None:
-    if ms is None or ms <= 0:
-        return None
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def _scan_json(s: FileScan) -> dict:
     return {
         "file": s.file.path.name, "bytes": s.bytes, "batches": s.batches, "records": s.records,
         "firstOffset": s.first_offset, "lastOffset": s.last_offset,
-        "firstTime": _time(s.first_timestamp), "lastTime": _time(s.last_timestamp),
+        "firstTime": iso_time(s.first_timestamp), "lastTime": iso_time(s.last_timestamp),
         "epochs": list(s.epochs) if s.epochs else None, "invalidBatches": s.invalid_batches,
         "skippedBytes": s.skipped_bytes,
         "regions": [{"position": r.position, "length": r.length, "reason": r.reason, "detail": r.detail}

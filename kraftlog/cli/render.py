@@ -2,6 +2,7 @@
 
 import base64
 import json
+from datetime import UTC, datetime
 
 from kraftlog.files.paths import LogFile
 from kraftlog.files.reader import Region
@@ -10,6 +11,13 @@ from kraftlog.wire.batch import Batch, Record
 
 def _b64(blob: bytes | None) -> str | None:
     return None if blob is None else base64.b64encode(blob).decode()
+
+
+def iso_time(ms: int | None) -> str | None:
+    """UTC time with milliseconds, or None for the unset timestamps (-1, 0) Kafka writes."""
+    if ms is None or ms <= 0:
+        return None
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def dumps(obj: dict) -> str:

@@ -68,7 +68,7 @@ def _until_time(entries: Iterable[Entry], time_ms: int) -> Iterator[Entry]:
         yield e
 
 
-def _log_entries(node: NodeDir, start: int, limits: Limits, problems: ReadProblems) -> Iterator[Entry]:
+def log_entries(node: NodeDir, start: int, limits: Limits, problems: ReadProblems) -> Iterator[Entry]:
     """Records of every segment from offset ``start`` on, noting a gap where offsets jump."""
     expected = start
     for seg in node.segments:
@@ -79,19 +79,10 @@ def _log_entries(node: NodeDir, start: int, limits: Limits, problems: ReadProble
             yield e
 
 
-def rebuild(
-    node: NodeDir,
-    *,
-    offset: int | None = None,
-    time_ms: int | None = None,
-    base: str | Path = "auto",
-    limits: Limits = Limits(),
-) -> Rebuilt:
-    """State after every record with offset <= ``offset`` (or timestamp <= ``time_ms``).
-
-    ``base``: "auto" = the latest snapshot at or below the target, "none" = the log from its first
-    offset, or the path of a ``.checkpoint`` to start from."""
-    problems = ReadProblems()
+def starting_point(
+    node: NodeDir, offset: int | None, time_ms: int | None, base: str | Path, limits: Limits, problems: ReadProblems
+) -> tuple[ClusterImage, int, str]:
+    """The image replay starts from, the first log offset to apply, and how to say so."""
     snap = None
     if isinstance(base, Path) or base not in ("auto", "none"):
         snap = classify(base)
@@ -114,7 +105,24 @@ def rebuild(
         start, described = first, f"the log from offset {first}"
         if first > 0:
             problems.messages.append(f"the log starts at offset {first}; records before it are missing")
-    entries: Iterable[Entry] = _log_entries(node, start, limits, problems)
+    return image, start, described
+
+
+def rebuild(
+    node: NodeDir,
+    *,
+    offset: int | None = None,
+    time_ms: int | None = None,
+    base: str | Path = "auto",
+    limits: Limits = Limits(),
+) -> Rebuilt:
+    """State after every record with offset <= ``offset`` (or timestamp <= ``time_ms``).
+
+    ``base``: "auto" = the latest snapshot at or below the target, "none" = the log from its first
+    offset, or the path of a ``.checkpoint`` to start from."""
+    problems = ReadProblems()
+    image, start, described = starting_point(node, offset, time_ms, base, limits, problems)
+    entries: Iterable[Entry] = log_entries(node, start, limits, problems)
     if time_ms is not None:
         entries = _until_time(entries, time_ms)
     result: ReplayResult = replay(entries, image, until=offset)

@@ -1,0 +1,135 @@
+"""``kraftlog history``: the ordered changes of one topic, partition, broker or config."""
+
+import json
+import sys
+
+from kraftlog.cli import main, target
+from kraftlog.cli.render import dumps, iso_time
+from kraftlog.files.records import ReadProblems
+from kraftlog.schema import MetadataRecord, entity_of
+from kraftlog.schema.redact import redact
+from kraftlog.state.image import ClusterImage
+from kraftlog.state.rebuild import log_entries, starting_point
+
+_BROKER_TYPES = {"REGISTER_BROKER_RECORD", "UNREGISTER_BROKER_RECORD", "FENCE_BROKER_RECORD",
+                 "UNFENCE_BROKER_RECORD", "BROKER_REGISTRATION_CHANGE_RECORD", "CONFIG_RECORD"}
+_TXN = {"BEGIN_TRANSACTION_RECORD", "END_TRANSACTION_RECORD", "ABORT_TRANSACTION_RECORD"}
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "history", help="ordered changes of one topic, partition, broker or config, with offsets and times",
+        description="Every record that changed the entity, in log order, with its offset, time and leader "
+        "epoch, and the entity's state after it. History starts where the log on disk starts (offset 0, or "
+        "the earliest snapshot the log continues from).")
+    target.add_node_args(p)
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--topic", metavar="NAME")
+    g.add_argument("--broker", type=int, metavar="ID")
+    g.add_argument("--config", metavar="RESOURCE[:KEY]",
+                   help="e.g. TOPIC:orders, TOPIC:orders:retention.ms, BROKER:1, BROKER: (cluster default)")
+    p.add_argument("--partition", type=int, metavar="P", help="with --topic: only this partition")
+    p.add_argument("--format", choices=["text", "jsonl"], default="text")
+
+
+class _Matcher:
+    """Decides whether a record is about the chosen entity, following topic ids across re-creation."""
+
+    def __init__(self, args, image: ClusterImage) -> None:
+        self.topic, self.partition, self.broker = args.topic, args.partition, args.broker
+        self.topic_ids = set()
+        if self.topic and (t := image.topics.by_name(self.topic)):
+            self.topic_ids.add(t["topicId"])
+        self.config = None
+        if args.config:
+            kind, _, rest = args.config.partition(":")
+            if not kind or _ != ":":
+                raise main.UsageError("--config takes TYPE:NAME[:KEY], e.g. TOPIC:orders or BROKER:1")
+            name, _, key = rest.partition(":") if kind.upper() == "TOPIC" else (rest, "", "")
+            if kind.upper() == "BROKER" and ":" in rest:
+                name, _, key = rest.partition(":")
+            self.config = (kind.upper(), name, key or None)
+
+    def __call__(self, rec: MetadataRecord) -> bool:
+        e = entity_of(rec)
+        if self.config:
+            kind, name, key = self.config
+            return (rec.type == "CONFIG_RECORD" and e["resource_type"] == kind and e["resource_name"] == name
+                    and (key is None or rec.data["name"] == key))
+        if self.broker is not None:
+            return rec.type in _BROKER_TYPES and e["broker_id"] == self.broker
+        if rec.type == "TOPIC_RECORD" and rec.data["name"] == self.topic:
+            self.topic_ids.add(rec.data["topicId"])
+            return True
+        if rec.type == "CLEAR_ELR_RECORD":
+            return rec.data.get("topicName", "") in ("", self.topic)
+        if rec.type == "CONFIG_RECORD":
+            return self.partition is None and e["topic_name"] == self.topic
+        if e["topic_id"] in self.topic_ids:
+            return self.partition is None or e["partition_id"] in (None, self.partition)
+        return False
+
+    def state(self, image: ClusterImage, redacted: bool):
+        """The entity after the change, in the canonical image's shape."""
+        if self.config:
+            kind, name, key = self.config
+            values = image.configs.to_json(redacted).get(f"{kind}:{name}", {})
+            return values.get(key) if key else values
+        if self.broker is not None:
+            return image.brokers.to_json().get(str(self.broker))
+        topic = image.topics.to_json().get(self.topic)
+        if topic is None or self.partition is None:
+            return topic
+        return topic["partitions"].get(str(self.partition))
+
+
+def run(args) -> int:
+    limits = main.limits_of(args)
+    node = target.pick_node(args.path, args.node, limits)
+    first = node.segments[0].offset if node.segments else None
+    base = "none"
+    if first != 0:
+        later = [s for s in node.snapshots if first is None or s.offset >= first]
+        if not later:
+            raise main.UsageError("no log from offset 0 and no snapshot the log continues from")
+        base = later[0].path
+    problems = ReadProblems()
+    image, start, described = starting_point(node, None, None, base, limits, problems)
+    match = _Matcher(args, image)
+    redacted = not args.no_redact
+    out = sys.stdout
+    print(f"kraftlog: history from {described}", file=sys.stderr)
+    pending: list[int] = []
+    shown = 0
+    for e in log_entries(node, start, limits, problems):
+        rec = e.record
+        image.apply(rec, e.offset, e.timestamp, e.epoch)
+        if rec.type in _TXN and pending:
+            if rec.type == "ABORT_TRANSACTION_RECORD":
+                note = {"offset": e.offset, "aborted": pending}
+                out.write((dumps(note) if args.format == "jsonl" else
+                           f"offset {e.offset}: transaction aborted; changes at offsets {pending} never took effect")
+                          + "\n")
+            pending = []
+            continue
+        if not isinstance(rec, MetadataRecord) or rec.error is not None or not match(rec):
+            continue
+        shown += 1
+        if image.transaction is not None:
+            pending.append(e.offset)
+        shown_rec = redact(rec) if redacted else rec
+        after = match.state(image, redacted)
+        when = iso_time(e.timestamp)
+        if args.format == "jsonl":
+            row = {"offset": e.offset, "time": when, "epoch": e.epoch, **shown_rec.to_json(), "after": after}
+            if image.transaction is not None:
+                row["inTransaction"] = image.transaction.begin_offset
+            out.write(dumps(row) + "\n")
+        else:
+            txn = f" (in transaction begun at {image.transaction.begin_offset})" if image.transaction else ""
+            out.write(f"offset {e.offset} {when} epoch {e.epoch}{txn} {rec.type} v{rec.version} "
+                      f"{dumps(shown_rec.to_json()['data'])}\n    after: {json.dumps(after)}\n")
+    print(f"kraftlog: {shown} changes", file=sys.stderr)
+    for m in problems.messages + [f"offset {p.offset} {p.type}: {p.message}" for p in image.problems]:
+        print(f"kraftlog: problem: {m}", file=sys.stderr)
+    return 1 if problems.messages or image.problems else 0
