@@ -6,7 +6,7 @@ import json
 import pytest
 
 from conftest import golden_files, read_golden
-from kraftlog.cli.dump import dump_file
+from kraftlog.cli.dump import DumpOptions, dump_file
 from kraftlog.files.paths import classify
 
 GOLDEN = golden_files()
@@ -14,7 +14,7 @@ GOLDEN = golden_files()
 
 def _dump(path) -> list[dict]:
     out = io.StringIO()
-    dump_file(classify(path), out, "jsonl")
+    dump_file(classify(path), out, DumpOptions(fmt="jsonl", redact=False))
     return [json.loads(line) for line in out.getvalue().splitlines()]
 
 
@@ -41,7 +41,7 @@ def test_text_dump_matches_kafka_dump_log_layout(expected, capsys):
     from kraftlog.cli.main import main
 
     raw = expected.with_name(expected.name.removesuffix(".metadata-dump.txt"))
-    assert main(["dump", "--decoder", "metadata", str(raw)]) == 0
+    assert main(["dump", "--no-redact", "--decoder", "metadata", str(raw)]) == 0
     mine = capsys.readouterr().out.splitlines()
     theirs = expected.read_text().splitlines()
     assert mine[0] == f"Dumping {raw}"

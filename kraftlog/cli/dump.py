@@ -1,21 +1,20 @@
 """``kraftlog dump``: one file's batches and records, as kafka-dump-log prints them or as JSON lines."""
 
+import argparse
+import re
 import sys
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from typing import TextIO
 
 from kraftlog.cli import main, render
 from kraftlog.files.paths import LogFile
 from kraftlog.files.reader import Limits, Region, read_log_file
-from kraftlog.schema import decode_control, decode_metadata
+from kraftlog.schema import MetadataRecord, decode_control, decode_metadata, entity_of
+from kraftlog.schema.control import BY_ID as CONTROL_TYPES
+from kraftlog.schema.metadata import BY_API_KEY, BY_TYPE_NAME
+from kraftlog.schema.redact import redact
 from kraftlog.wire.batch import Batch, Record
-
-_CONTROL_TEXT_NAMES = {
-    "SNAPSHOT_HEADER": "SnapshotHeader",
-    "SNAPSHOT_FOOTER": "SnapshotFooter",
-    "KRAFT_VERSION": "KRaftVersion",
-    "KRAFT_VOTERS": "KRaftVoters",
-}
 
 
 @dataclass(slots=True)
@@ -42,48 +41,85 @@ def _looks_like_metadata(batch: Batch) -> bool:
     )
 
 
-def _control_text(ctrl) -> str:
-    obj = ctrl.to_json()
-    name = obj["type"]
-    if name in _CONTROL_TEXT_NAMES:
-        return f" {_CONTROL_TEXT_NAMES[name]} {render.dumps(obj['data'])}"
-    if name in ("COMMIT", "ABORT"):
-        return f" endTxnMarker: {name} coordinatorEpoch: {obj['data']['coordinatorEpoch']}"
-    return f" controlType: {name}({obj['typeId']})"
+@dataclass(slots=True)
+class DumpOptions:
+    """What to print and what to leave out; defaults are kafka-dump-log's view with secrets hidden."""
+
+    fmt: str = "text"
+    decoder: str = "auto"
+    limits: Limits = field(default_factory=Limits)
+    redact: bool = True
+    types: frozenset[str] = frozenset()  # enum names (metadata or control); empty = all
+    offsets: tuple[int, int] | None = None  # inclusive range
+    topic: str | None = None  # name or id
+    broker: int | None = None
+    skip_noop: bool = False
+    topic_ids: set[str] = field(default_factory=set)  # ids of --topic NAME seen so far
+
+    @property
+    def filtering(self) -> bool:
+        return bool(self.types or self.offsets or self.topic or self.broker is not None or self.skip_noop)
+
+    def wants(self, offset: int, rec) -> bool:
+        if self.offsets and not self.offsets[0] <= offset <= self.offsets[1]:
+            return False
+        kind = getattr(rec, "type", None) if rec is not None else None
+        if self.skip_noop and kind == "NO_OP_RECORD":
+            return False
+        if self.types and kind not in self.types:
+            return False
+        if self.topic is None and self.broker is None:
+            return True
+        if not isinstance(rec, MetadataRecord) or rec.error is not None:
+            return False
+        e = entity_of(rec)
+        if self.topic is not None:
+            if kind == "TOPIC_RECORD" and e["topic_name"] == self.topic:
+                self.topic_ids.add(e["topic_id"])
+            if not (e["topic_name"] == self.topic or e["topic_id"] == self.topic or e["topic_id"] in self.topic_ids):
+                return False
+        return self.broker is None or e["broker_id"] == self.broker
 
 
-def _payload(batch: Batch, r: Record, metadata: bool, fmt: str) -> tuple[tuple[str, object] | None, str]:
+def _payload(batch: Batch, r: Record, rec, opts: DumpOptions) -> tuple[tuple[str, object] | None, str]:
     """The record's decoded payload as (json kind, json object) and as kafka-dump-log text."""
-    if batch.is_control:
-        ctrl = decode_control(r.key, r.value)
-        if ctrl.error:
-            return ("error", ctrl.error), f" Error at {r.offset}, skipping. {ctrl.error}"
-        return ("control", ctrl.to_json()), (_control_text(ctrl) if fmt == "text" else "")
-    if not metadata or r.value is None:
+    if rec is None:
         return None, render.raw_payload_text(r)
-    rec = decode_metadata(r.value)
     if rec.error:
         return ("error", rec.error), f" Error at {r.offset}, skipping. {rec.error}"
-    obj = rec.to_json()
-    return ("metadata", obj), " payload: " + render.dumps(obj)
+    if opts.redact:
+        rec = redact(rec)
+    return ("control" if batch.is_control else "metadata", rec.to_json()), " " + rec.dump_text()
 
 
-def dump_file(lf: LogFile, out: TextIO, fmt: str = "text", decoder: str = "auto",
-              limits: Limits = Limits()) -> FileSummary:
-    """Write one file's dump to ``out`` and return what the walk found."""
+def _decode(batch: Batch, r: Record, metadata: bool):
+    if batch.is_control:
+        return decode_control(r.key or b"", r.value or b"")
+    if metadata and r.value is not None:
+        return decode_metadata(r.value)
+    return None
+
+
+def dump_file(lf: LogFile, out: TextIO, opts: DumpOptions, stats: "Stats | None" = None) -> FileSummary:
+    """Write one file's dump to ``out`` (or only count it into ``stats``) and return what the walk found."""
     s = FileSummary(bytes=lf.path.stat().st_size)
-    jsonl = fmt == "jsonl"
-    if jsonl:
+    jsonl = opts.fmt == "jsonl"
+    quiet = stats is not None
+    if quiet:
+        pass  # --stats prints one summary at the end
+    elif jsonl:
         out.write(render.dumps({"kind": "file", "path": str(lf.path), "bytes": s.bytes}) + "\n")
     else:
         out.write("\n".join(render.file_header_text(lf)) + "\n")
     out.flush()
-    metadata = {"metadata": True, "raw": False}.get(decoder, lf.is_metadata)
-    sniffed = decoder != "auto" or lf.is_metadata
-    for item in read_log_file(lf.path, limits):
+    metadata = {"metadata": True, "raw": False}.get(opts.decoder, lf.is_metadata)
+    sniffed = opts.decoder != "auto" or lf.is_metadata
+    for item in read_log_file(lf.path, opts.limits):
         if isinstance(item, Region):
             s.skipped_bytes += item.length
             s.errors += 1
+            if quiet:
+                continue
             if jsonl:
                 out.write(render.dumps(render.region_json(item)) + "\n")
             elif item.reason == "truncated":
@@ -98,21 +134,36 @@ def dump_file(lf: LogFile, out: TextIO, fmt: str = "text", decoder: str = "auto"
         if not sniffed and not batch.is_control and batch.records:
             metadata = _looks_like_metadata(batch)
             sniffed = True
-        out.write((render.dumps(render.batch_json(batch)) if jsonl else render.batch_text(batch)) + "\n")
+        batch_line = render.dumps(render.batch_json(batch)) if jsonl else render.batch_text(batch)
+        if not opts.filtering and not quiet:
+            out.write(batch_line + "\n")
+            batch_line = None
         for r in batch.records:
             s.records += 1
-            payload, text = _payload(batch, r, metadata, fmt)
-            if payload is not None and payload[0] == "error":
+            rec = _decode(batch, r, metadata)
+            if rec is not None and rec.error:
                 s.errors += 1
+            if stats is not None:
+                stats.add_record(rec)
+            if quiet or not opts.wants(r.offset, rec):
+                continue
+            if batch_line is not None:
+                out.write(batch_line + "\n")
+                batch_line = None
+            payload, text = _payload(batch, r, rec, opts)
             out.write((render.dumps(render.record_json(batch, r, payload)) if jsonl
                        else render.record_text(batch, r, text)) + "\n")
+        if stats is not None:
+            stats.add_batch(batch)
         if batch.error:
             s.errors += 1
+            if quiet:
+                continue
             if jsonl:
                 out.write(render.dumps(render.batch_error_json(batch)) + "\n")
             else:
                 out.write(f"Error in batch at position {batch.position}: {batch.error}\n")
-    if jsonl:
+    if jsonl and not quiet:
         out.write(render.dumps({
             "kind": "end", "bytes": s.bytes, "validBytes": s.valid_bytes, "batches": s.batches,
             "records": s.records, "errors": s.errors, "walkError": None,
@@ -120,10 +171,85 @@ def dump_file(lf: LogFile, out: TextIO, fmt: str = "text", decoder: str = "auto"
     return s
 
 
+class Stats:
+    """Counts by record type and version, batch sizes, time span and NoOp share, in bounded memory."""
+
+    def __init__(self) -> None:
+        self.types: Counter[tuple[str, int]] = Counter()
+        self.records = self.batches = self.bytes = 0
+        self.size_min: int | None = None
+        self.size_max = 0
+        self.size_buckets: Counter[int] = Counter()  # power-of-two upper bounds
+        self.first_ms: int | None = None
+        self.last_ms: int | None = None
+
+    def add_record(self, rec) -> None:
+        self.records += 1
+        key = ("RAW", 0) if rec is None else (rec.type, getattr(rec, "version", 0))
+        self.types[key] += 1
+
+    def add_batch(self, batch: Batch) -> None:
+        self.batches += 1
+        size = batch.size
+        self.bytes += size
+        self.size_min = size if self.size_min is None else min(self.size_min, size)
+        self.size_max = max(self.size_max, size)
+        self.size_buckets[1 << (size - 1).bit_length()] += 1
+        ts = batch.max_timestamp
+        if ts > 0:
+            self.first_ms = ts if self.first_ms is None else min(self.first_ms, ts)
+            self.last_ms = ts if self.last_ms is None else max(self.last_ms, ts)
+
+    def to_json(self) -> dict:
+        noop = sum(n for (t, _), n in self.types.items() if t == "NO_OP_RECORD")
+        return {
+            "kind": "stats", "batches": self.batches, "records": self.records, "bytes": self.bytes,
+            "types": [{"type": t, "version": v, "records": n} for (t, v), n in sorted(self.types.items())],
+            "batchSize": {"min": self.size_min, "max": self.size_max,
+                          "mean": round(self.bytes / self.batches, 1) if self.batches else None,
+                          "histogram": {f"<={b}": n for b, n in sorted(self.size_buckets.items())}},
+            "firstTime": render.iso_time(self.first_ms), "lastTime": render.iso_time(self.last_ms),
+            "noopShare": round(noop / self.records, 4) if self.records else 0.0,
+        }
+
+    def text(self) -> str:
+        j = self.to_json()
+        lines = [f"{j['batches']} batches, {j['records']} records, {j['bytes']} bytes; "
+                 f"time {j['firstTime']} .. {j['lastTime']}; NoOp share {j['noopShare']:.1%}",
+                 f"batch size: min {j['batchSize']['min']}, mean {j['batchSize']['mean']}, max {j['batchSize']['max']}",
+                 f"{'type':<40} {'version':>7} {'records':>10}"]
+        lines += [f"{t['type']:<40} {t['version']:>7} {t['records']:>10}" for t in j["types"]]
+        return "\n".join(lines)
+
+
+def _type_name(text: str) -> str:
+    """An api key, an enum name, or a Kafka message name (PartitionChangeRecord) as the enum name."""
+    t = text.strip()
+    if t.isdigit():
+        message = BY_API_KEY.get(int(t))
+        if message is None:
+            raise main.UsageError(f"--type: no metadata record type has api key {t}")
+        return message.type_name
+    if not t.isupper():
+        t = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", t).upper()
+    if t not in BY_TYPE_NAME and t not in {c.name for c in CONTROL_TYPES.values()}:
+        raise main.UsageError(f"--type: unknown record type {text!r}")
+    return t
+
+
+def _offset_range(text: str) -> tuple[int, int]:
+    lo, sep, hi = text.partition(":")
+    try:
+        return (int(lo) if lo else 0, int(hi) if hi else (1 << 63) - 1) if sep else (int(lo), int(lo))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an offset range A:B: {text!r}") from None
+
+
 def add_parser(sub) -> None:
     p = sub.add_parser("dump", help="print the batches and records of segments and snapshots",
                        description="Print every batch and record of the given files. A directory is "
-                       "walked for *.log segments and *.checkpoint snapshots in offset order. "
+                       "walked for *.log segments and *.checkpoint snapshots in offset order. Secrets "
+                       "(SCRAM salts and keys, secret config values) are redacted unless --no-redact. "
                        "Exit 0 when clean, 1 when a batch was invalid, bytes were skipped or a record "
                        "could not be decoded, 2 on usage errors.")
     p.add_argument("paths", nargs="+", metavar="PATH", help="segment, checkpoint, or directory")
@@ -132,18 +258,36 @@ def add_parser(sub) -> None:
     p.add_argument("--decoder", choices=["auto", "metadata", "raw"], default="auto",
                    help="decode data records as metadata records, or print raw key/value; auto "
                    "decides by location (__cluster_metadata-N, *.checkpoint) and content")
+    p.add_argument("--type", action="append", default=[], metavar="TYPE",
+                   help="only these record types: enum names (PARTITION_CHANGE_RECORD, LEADER_CHANGE), "
+                   "message names (PartitionChangeRecord) or api keys; repeatable")
+    p.add_argument("--offset-range", type=_offset_range, metavar="A:B", help="only offsets A..B (inclusive)")
+    p.add_argument("--topic", metavar="NAME|ID", help="only records about this topic")
+    p.add_argument("--broker", type=int, metavar="ID", help="only records about this broker")
+    p.add_argument("--skip-noop", action="store_true", help="leave out NoOpRecords")
+    p.add_argument("--no-redact", action="store_true", help="show SCRAM keys and secret config values")
+    p.add_argument("--stats", action="store_true",
+                   help="print counts by type and version, batch sizes, time span and NoOp share instead")
     main.add_limits(p)
 
 
 def run(args, out: TextIO | None = None) -> int:
     """Dump every file; exit 1 when any batch was invalid, any byte skipped or any record undecodable."""
     out = out or sys.stdout
+    opts = DumpOptions(args.format, args.decoder, main.limits_of(args), not args.no_redact,
+                       frozenset(_type_name(t) for t in args.type), args.offset_range, args.topic,
+                       args.broker, args.skip_noop)
+    stats = Stats() if args.stats else None
     status = 0
-    limits = main.limits_of(args)
     for lf in main.expand_paths(args.paths):
-        s = dump_file(lf, out, args.format, args.decoder, limits)
+        s = dump_file(lf, out, opts, stats)
         if not s.clean:
             status = 1
             print(f"kraftlog: {lf.path}: {s.invalid_batches} invalid batches, {s.skipped_bytes} bytes skipped, "
                   f"{s.errors} errors", file=sys.stderr)
+    if stats is not None:
+        out.write((render.dumps(stats.to_json()) if args.format == "jsonl" else stats.text()) + "\n")
+    if opts.topic and not opts.topic_ids and len(opts.topic) != 22:
+        print(f"kraftlog: no TopicRecord named {opts.topic} was seen; records that carry only its id were "
+              f"not matched (pass the topic id instead)", file=sys.stderr)
     return status
