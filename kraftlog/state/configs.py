@@ -2,21 +2,12 @@
 
 from collections.abc import Callable
 
+from kraftlog.schema.entity import CONFIG_RESOURCE_TYPES as RESOURCE_TYPES
+from kraftlog.schema.redact import REDACTED, is_secret_config
 from kraftlog.state.ids import key_order
 
 TOPIC = 2
 BROKER = 4
-#: ConfigResource.Type ids -> names; other ids are shown by number.
-RESOURCE_TYPES = {0: "UNKNOWN", 2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGER", 16: "CLIENT_METRICS", 32: "GROUP"}
-
-#: Name fragments of Kafka's PASSWORD-type configs. KRaft stores their values in clear text.
-_SECRET_MARKERS = ("password", "secret", "sasl.jaas.config", "ssl.keystore.key", "ssl.keystore.certificate.chain",
-                   "ssl.truststore.certificates", "token.master.key")
-REDACTED = "[redacted]"
-
-
-def is_sensitive(name: str) -> bool:
-    return any(marker in name for marker in _SECRET_MARKERS)
 
 
 def type_name(resource_type: int) -> str:
@@ -62,7 +53,7 @@ class Configs:
     def to_json(self, redact: bool = True) -> dict:
         return {
             resource_key(*resource): {
-                k: REDACTED if redact and is_sensitive(k) else v for k, v in sorted(values.items())
+                k: REDACTED if redact and is_secret_config(k) else v for k, v in sorted(values.items())
             }
             for resource, values in self.ordered()
         }

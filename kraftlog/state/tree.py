@@ -7,8 +7,9 @@ import datetime
 import math
 from decimal import Decimal
 
+from kraftlog.schema.redact import REDACTED, is_secret_config
 from kraftlog.state import acls as acl_names
-from kraftlog.state.configs import REDACTED, is_sensitive, type_name
+from kraftlog.state.configs import type_name
 from kraftlog.state.features import METADATA_VERSION, metadata_version_name
 from kraftlog.state.image import ClusterImage, Provenance
 from kraftlog.state.quotas import DEFAULT_NAME, Entity
@@ -137,7 +138,7 @@ def _configs_node(image: ClusterImage, redact: bool) -> dict:
     """``TOPIC:foo``, ``BROKER:1``, and ``BROKER`` alone for the cluster default."""
     return {
         type_name(kind) + (f":{name}" if name else ""): {
-            key: REDACTED if redact and is_sensitive(key) else value for key, value in values.items()
+            key: REDACTED if redact and is_secret_config(key) else value for key, value in values.items()
         }
         for (kind, name), values in image.configs.resources.items()
     }
