@@ -352,7 +352,7 @@ def _write_value(src: _Source, ns: dict, t: FieldType, var: str, f: Field, versi
         return
     if isinstance(t, Struct):
         ns[f"_e_{t.name}"] = encoder(t, version)
-        src.emit(f"_e_{t.name}({var}, {out}, unk, (f'{{path}}.{f.json}' if path else '{f.json}') if unk else '')")
+        src.emit(f"_e_{t.name}({var}, {out}, unk, f'{{path}}.{f.json}' if path else '{f.json}')")
         return
     src.emit(f"if {var} is None:")
     with src.indent():
@@ -380,7 +380,7 @@ def _write_value(src: _Source, ns: dict, t: FieldType, var: str, f: Field, versi
                     if isinstance(e, Struct):
                         ns[f"_e_{e.name}"] = encoder(e, version)
                         src.emit(f"_e_{e.name}({item}, {out}, unk, "
-                                 f"(f'{{path}}.{f.json}[{{{i}}}]' if path else f'{f.json}[{{{i}}}]') if unk else '')")
+                                 f"f'{{path}}.{f.json}[{{{i}}}]' if path else f'{f.json}[{{{i}}}]')")
                     else:
                         _write_value(src, ns, e, item, Field(f.name, e, f.versions), version, out)
         else:
@@ -454,7 +454,11 @@ def source_of(fn: Callable) -> str:
 
 
 def locate(exc: BaseException) -> str:
-    """Say which field, at which byte, a generated decoder or encoder failed on."""
+    """Say which field, at which byte, a generated decoder or encoder failed on.
+
+    The byte is where reading stopped: the start of a truncated fixed-width field, or the first
+    byte after a length or count that does not fit.
+    """
     tb: TracebackType | None = exc.__traceback__
     frame = lineno = None
     while tb is not None:
@@ -472,6 +476,9 @@ def locate(exc: BaseException) -> str:
         return f"field '{name}': {reason}" if name else reason
     pos = local.get("pos", 0)
     field = where.field
+    name = ".".join(p for p in (path, field) if p)
+    if isinstance(exc, CorruptRecordError) and not isinstance(exc, SchemaError):
+        return f"field '{name}': {reason}"  # a varint reader's message, which names its own byte
     if where.run and isinstance(exc, struct.error):
         left = len(local["buf"]) - pos
         for name, offset, size in where.run:

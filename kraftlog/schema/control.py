@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import construct
 
-from kraftlog.schema.codegen import DECODE_ERRORS, decoder, locate
+from kraftlog.schema.codegen import DECODE_ERRORS, ENCODE_ERRORS, decoder, encoder, locate
 from kraftlog.schema.fields import INT16, INT32, INT64, STRING, UINT16, UUID, Field, Message, Struct, array
 from kraftlog.schema.render import b64, compact_json
 
@@ -95,6 +95,7 @@ CONTROL_TYPES: tuple[ControlType, ...] = (
     ControlType(6, "KRAFT_VOTERS",    VotersRecord,         "KRaftVoters"),
 )
 BY_ID: dict[int, ControlType] = {c.id: c for c in CONTROL_TYPES}
+BY_NAME: dict[str, ControlType] = {c.name: c for c in CONTROL_TYPES}
 
 
 class ControlRecord:
@@ -203,3 +204,23 @@ def _end_txn_marker(key_version: int, type_id: int, key: bytes, value: bytes) ->
         error = None
     data = None if error else {"version": version, "coordinatorEpoch": coordinator_epoch}
     return ControlRecord(key_version, type_id, version, data, error, key, value)
+
+
+def encode_control(type_or_id: int | str, data: dict, key_version: int = 0) -> tuple[bytes, bytes]:
+    """Key and value bytes of a control record; ``data`` as ``ControlRecord.data`` (its
+    ``version`` picks the schema version). Raises ValueError on data that does not fit."""
+    known = BY_ID.get(type_or_id) if isinstance(type_or_id, int) else BY_NAME.get(type_or_id)
+    if known is None:
+        raise ValueError(f"unknown control record type {type_or_id!r}")
+    key = _KEY.pack(key_version, known.id)
+    version = data.get("version", 0)
+    if known.schema is not None and version not in known.schema.valid_versions:
+        raise ValueError(f"{known.schema.name} has no version {version}")
+    try:
+        if known.schema is None:
+            return key, _END_TXN.pack(version, data.get("coordinatorEpoch", 0))
+        out = bytearray()
+        encoder(known.schema, version)(data, out, {}, "")
+    except ENCODE_ERRORS as exc:
+        raise ValueError(f"{known.name}: {locate(exc)}") from None
+    return key, bytes(out)
