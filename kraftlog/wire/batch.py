@@ -296,26 +296,8 @@ def _decode_records(batch: Batch, buf: bytes) -> None:
             key = None
             pos += 1
         else:
-            key_len, pos = read_varint(buf, pos)
-            if key_len < 0:
-                if key_len != -1:
-                    raise CorruptRecordError(f"record {i} has negative key length {key_len}")
-                key = None
-            else:
-                if pos + key_len > body_end:
-                    raise CorruptRecordError(f"record {i} key of {key_len} bytes overruns the record")
-                key = buf[pos : pos + key_len]
-                pos += key_len
-        value_len, pos = read_varint(buf, pos)
-        if value_len < 0:
-            if value_len != -1:
-                raise CorruptRecordError(f"record {i} has negative value length {value_len}")
-            value = None
-        else:
-            if pos + value_len > body_end:
-                raise CorruptRecordError(f"record {i} value of {value_len} bytes overruns the record")
-            value = buf[pos : pos + value_len]
-            pos += value_len
+            key, pos = _read_blob(buf, pos, body_end, i, "key")
+        value, pos = _read_blob(buf, pos, body_end, i, "value")
         if pos >= body_end:
             raise CorruptRecordError(f"record {i} ends before its header count")
         b = buf[pos]
@@ -346,6 +328,18 @@ def _decode_records(batch: Batch, buf: bytes) -> None:
         raise CorruptRecordError(
             f"incorrect declared batch size: {end - pos} bytes remain after {batch.records_count} records"
         )
+
+
+def _read_blob(buf: bytes, pos: int, body_end: int, i: int, what: str) -> tuple[bytes | None, int]:
+    """A varint length (-1 = null) and that many bytes, inside record ``i``'s body."""
+    n, pos = read_varint(buf, pos)
+    if n < 0:
+        if n != -1:
+            raise CorruptRecordError(f"record {i} has negative {what} length {n}")
+        return None, pos
+    if pos + n > body_end:
+        raise CorruptRecordError(f"record {i} {what} of {n} bytes overruns the record")
+    return buf[pos : pos + n], pos + n
 
 
 def _read_headers(buf: bytes, pos: int, body_end: int, i: int) -> tuple[tuple, int]:

@@ -30,17 +30,21 @@ def _too_big(codec: str, cap: int) -> DecompressedSizeError:
     return DecompressedSizeError(f"{codec} payload inflates past the cap of {cap} bytes")
 
 
-def _gunzip(data: bytes, cap: int) -> bytes:
-    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+def _bounded(codec: str, d, errors: type[Exception] | tuple, data: bytes, cap: int) -> bytes:
+    """Inflate with a one-shot decompressor object that stops at ``cap + 1`` bytes."""
     try:
         out = d.decompress(data, cap + 1)
-    except zlib.error as e:
-        raise CompressionError(f"gzip: {e}") from None
+    except errors as e:
+        raise CompressionError(f"{codec}: {e}") from None
     if len(out) > cap:
-        raise _too_big("gzip", cap)
+        raise _too_big(codec, cap)
     if not d.eof:
-        raise CompressionError("gzip: stream is truncated")
+        raise CompressionError(f"{codec}: stream is truncated")
     return out
+
+
+def _gunzip(data: bytes, cap: int) -> bytes:
+    return _bounded("gzip", zlib.decompressobj(16 + zlib.MAX_WBITS), zlib.error, data, cap)
 
 
 def _snappy_raw(block: bytes, cap: int, produced: int = 0) -> bytes:
@@ -82,16 +86,7 @@ def _unsnappy(data: bytes, cap: int) -> bytes:
 
 
 def _unlz4(data: bytes, cap: int) -> bytes:
-    d = lz4.frame.LZ4FrameDecompressor()
-    try:
-        out = d.decompress(data, max_length=cap + 1)
-    except RuntimeError as e:
-        raise CompressionError(f"lz4: {e}") from None
-    if len(out) > cap:
-        raise _too_big("lz4", cap)
-    if not d.eof:
-        raise CompressionError("lz4: frame is truncated")
-    return out
+    return _bounded("lz4", lz4.frame.LZ4FrameDecompressor(), RuntimeError, data, cap)
 
 
 def _unzstd(data: bytes, cap: int) -> bytes:
