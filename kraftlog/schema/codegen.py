@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import functools
 import linecache
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -55,9 +56,11 @@ def uuid_text(raw: bytes) -> str:
 
 
 def uuid_raw(text: str) -> bytes:
-    if len(text) != 22:
-        raise ValueError(f"uuid text must be 22 characters, got {text!r}")
-    return base64.urlsafe_b64decode(text + "==")
+    """The 16 bytes of a uuid text; strict, since ``struct`` would silently pad a short result."""
+    raw = base64.urlsafe_b64decode(text + "==") if len(text) == 22 else b""
+    if len(raw) != 16 or uuid_text(raw) != text:
+        raise ValueError(f"not a uuid text (22 characters of base64url): {text!r}")
+    return raw
 
 
 class _PackedArrays(dict):
@@ -114,8 +117,6 @@ class Location:
 
 #: code object of each generated function -> {line number: Location}
 _locations: dict[Any, dict[int, Location]] = {}
-#: generated function -> (struct name, version), for messages
-_owners: dict[Any, tuple[str, int]] = {}
 
 
 class _Source:
@@ -136,19 +137,11 @@ class _Source:
         self.names += 1
         return f"{stem}{self.names}"
 
-    def indent(self) -> _Indent:
-        return _Indent(self)
-
-
-class _Indent:
-    def __init__(self, src: _Source) -> None:
-        self.src = src
-
-    def __enter__(self) -> None:
-        self.src.depth += 1
-
-    def __exit__(self, *exc: object) -> None:
-        self.src.depth -= 1
+    @contextlib.contextmanager
+    def indent(self, when: bool = True) -> Iterator[None]:
+        self.depth += when
+        yield
+        self.depth -= when
 
 
 def _var(f: Field) -> str:
@@ -179,11 +172,11 @@ def _runs(fields: list[Field]) -> list[list[Field] | Field]:
     return out
 
 
-def _struct_fn(src: _Source, ns: dict, prefix: str, codes: str) -> str:
+def _struct_fn(src: _Source, ns: dict, codes: str, pack: bool = False) -> str:
     """Bind a ``struct`` unpack (decoders) or pack (encoders) of ``codes`` to a fresh name."""
     name = src.fresh("_s")
     st = struct.Struct(">" + codes)
-    ns[name] = st.unpack_from if prefix == "d" else st.pack
+    ns[name] = st.pack if pack else st.unpack_from
     return name
 
 
@@ -203,28 +196,19 @@ def _read_length(src: _Source, var: str, f: Field, version: int) -> None:
         src.emit(f"if {var} < 0: raise _Malformed('non-nullable field was serialized as null')")
 
 
-class _UnlessNull:
+def _unless_null(src: _Source, n: str, var: str, nullable: bool) -> contextlib.AbstractContextManager:
     """``if n < 0: var = None / else:`` around a value's body, when the field may be null."""
-
-    def __init__(self, src: _Source, n: str, var: str, nullable: bool) -> None:
-        self.src, self.n, self.var, self.nullable = src, n, var, nullable
-
-    def __enter__(self) -> None:
-        if self.nullable:
-            self.src.emit(f"if {self.n} < 0: {self.var} = None")
-            self.src.emit("else:")
-            self.src.depth += 1
-
-    def __exit__(self, *exc: object) -> None:
-        if self.nullable:
-            self.src.depth -= 1
+    if nullable:
+        src.emit(f"if {n} < 0: {var} = None")
+        src.emit("else:")
+    return src.indent(nullable)
 
 
 def _read_value(src: _Source, ns: dict, t: FieldType, var: str, f: Field, version: int, top: bool,
                 index: str | None = None) -> None:
     """Emit code reading one value of type ``t`` into ``var``; ``f`` gives nullability and name."""
     if isinstance(t, Fixed):
-        fn = _struct_fn(src, ns, "d", t.code)
+        fn = _struct_fn(src, ns, t.code)
         src.emit(f"{var}, = {fn}(buf, pos); pos += {t.size}")
         if t is UUID:
             src.emit(f"{var} = _uuid({var})")
@@ -234,7 +218,7 @@ def _read_value(src: _Source, ns: dict, t: FieldType, var: str, f: Field, versio
     elif isinstance(t, Compact):
         n = src.fresh("n")
         _read_length(src, n, f, version)
-        with _UnlessNull(src, n, var, f.nullable_in(version)):
+        with _unless_null(src, n, var, f.nullable_in(version)):
             src.emit(f"if {n} > end - pos: raise _Malformed(f'length {{{n}}} exceeds the {{end - pos}} bytes left')")
             if t is BYTES:
                 src.emit(f"{var} = buf[pos:pos + {n}]; pos += {n}")
@@ -244,7 +228,7 @@ def _read_value(src: _Source, ns: dict, t: FieldType, var: str, f: Field, versio
     elif isinstance(t, Array):
         n = src.fresh("n")
         _read_length(src, n, f, version)
-        with _UnlessNull(src, n, var, f.nullable_in(version)):
+        with _unless_null(src, n, var, f.nullable_in(version)):
             e = t.element
             src.emit(f"if {n} * {e.min_size} > end - pos: raise _Malformed("
                      f"f'array of {{{n}}} needs at least {{{n} * {e.min_size}}} bytes, {{end - pos}} left')")
@@ -324,7 +308,7 @@ def _build_decoder(s: Struct, version: int) -> Callable:
                 offsets.append((f.json, size, f.type.size))
                 size += f.type.size
             src.loc = Location(item[0].json, tuple(offsets))
-            fn = _struct_fn(src, ns, "d", "".join(f.type.code for f in item))
+            fn = _struct_fn(src, ns, "".join(f.type.code for f in item))
             src.emit(f"{', '.join(_var(f) for f in item)}, = {fn}(buf, pos); pos += {size}")
             for f in item:
                 if f.type is UUID:
@@ -347,7 +331,7 @@ def _build_decoder(s: Struct, version: int) -> Callable:
 
 def _write_value(src: _Source, ns: dict, t: FieldType, var: str, f: Field, version: int, out: str) -> None:
     if isinstance(t, Fixed):
-        fn = _struct_fn(src, ns, "e", t.code)
+        fn = _struct_fn(src, ns, t.code, pack=True)
         src.emit(f"{out} += {fn}(_uuid_raw({var}))" if t is UUID else f"{out} += {fn}({var})")
         return
     if isinstance(t, Struct):
@@ -400,7 +384,7 @@ def _build_encoder(s: Struct, version: int) -> Callable:
             src.emit(f"v = d.get({f.json!r}, {f.default_value()!r})")
             _write_value(src, ns, f.type, "v", f, version, "out")
     src.loc = Location("(tagged fields)")
-    src.emit("tags = unk.get(path, []) if unk else []")
+    src.emit("tags = list(unk.get(path, ())) if unk else []")
     for f in sorted((f for f in fields if f.tag is not None), key=lambda f: f.tag):
         src.loc = Location(f.json)
         src.emit(f"v = d.get({f.json!r}, {f.default_value()!r})")
