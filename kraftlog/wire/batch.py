@@ -7,7 +7,7 @@ derived from ``BatchHeader``, and records are read by a straight-line varint loo
 """
 
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from construct import Array, Bytes, If, Int8sb, Int16sb, Int32sb, Int32ub, Int64sb, Struct, this
 
@@ -110,27 +110,45 @@ class Record:
     size: int = 0  # bytes on the wire, length varint included
 
 
-@dataclass(slots=True)
-class Batch:
-    """A v2 batch as it lies in the file, with what decoding it found."""
+def _header_field(i: int) -> property:
+    return property(lambda batch: batch.header[i], doc=f"header field {i} of ``BatchHeader``")
 
-    position: int
-    base_offset: int
-    batch_length: int
-    partition_leader_epoch: int
-    magic: int
-    crc: int
-    attributes: int
-    last_offset_delta: int
-    base_timestamp: int
-    max_timestamp: int
-    producer_id: int
-    producer_epoch: int
-    base_sequence: int
-    records_count: int
-    crc_valid: bool = True
-    records: list[Record] = field(default_factory=list)
-    error: str | None = None  # why the records could not all be read (framing, codec)
+
+class Batch:
+    """A v2 batch as it lies in the file, with what decoding it found.
+
+    The 13 header fields stay in the tuple ``struct`` unpacked them into and are read through
+    properties: a quiet metadata log is millions of one-record batches, and building a wide
+    object per batch would cost more than decoding it.
+    """
+
+    __slots__ = ("position", "header", "crc_valid", "records", "error")
+
+    def __init__(self, position: int, header: tuple, crc_valid: bool = True,
+                 records: list[Record] | None = None, error: str | None = None) -> None:
+        self.position = position
+        self.header = header
+        self.crc_valid = crc_valid
+        self.records = [] if records is None else records
+        self.error = error  # why the records could not all be read (framing, codec)
+
+    def __repr__(self) -> str:
+        return (f"Batch(position={self.position}, baseOffset={self.base_offset}, count={self.records_count}, "
+                f"valid={self.crc_valid}, error={self.error!r})")
+
+    base_offset = _header_field(0)
+    batch_length = _header_field(1)
+    partition_leader_epoch = _header_field(2)
+    magic = _header_field(3)
+    crc = _header_field(4)
+    attributes = _header_field(5)
+    last_offset_delta = _header_field(6)
+    base_timestamp = _header_field(7)
+    max_timestamp = _header_field(8)
+    producer_id = _header_field(9)
+    producer_epoch = _header_field(10)
+    base_sequence = _header_field(11)
+    records_count = _header_field(12)
 
     @property
     def size(self) -> int:
@@ -217,20 +235,22 @@ def decode_batch_at(
     holds; a framing or codec failure is kept in ``Batch.error`` with the records read before it.
     With ``records=False`` only the header and CRC are read (directory scans).
     """
-    batch = Batch(position, *HEADER.unpack_from(buf, i))
-    end = i + batch.batch_length + LOG_OVERHEAD
+    header = HEADER.unpack_from(buf, i)
+    batch = Batch(position, header)
+    end = i + header[1] + LOG_OVERHEAD
     if verify_crc:
-        batch.crc_valid = crc32c(memoryview(buf)[i + CRC_START : end]) == batch.crc
-    count = batch.records_count
+        batch.crc_valid = crc32c(memoryview(buf)[i + CRC_START : end]) == header[4]
+    count = header[12]
     if not records:
         return batch
     if count < 0:
         batch.error = f"CorruptRecordException: invalid record count {count}"
         return batch
     payload = buf[i + HEADER_SIZE : end]
-    if batch.attributes & COMPRESSION_MASK:
+    attributes = header[5]
+    if attributes & COMPRESSION_MASK:
         try:
-            payload = codecs.decompress(batch.attributes & COMPRESSION_MASK, payload, max_decompressed)
+            payload = codecs.decompress(attributes & COMPRESSION_MASK, payload, max_decompressed)
         except codecs.CompressionError as e:
             batch.error = f"{type(e).__name__}: {e}"
             return batch
@@ -243,10 +263,10 @@ def decode_batch_at(
                 _SMALL_PAYLOADS[payload] = (r.key, r.value, r.headers, r.attributes, r.timestamp_delta,
                                             r.offset_delta, r.size)
         else:
-            key, value, headers, attributes, ts_delta, offset_delta, rsize = parsed
-            ts = batch.max_timestamp if batch.attributes & TIMESTAMP_TYPE_BIT else batch.base_timestamp + ts_delta
-            batch.records.append(Record(batch.base_offset + offset_delta, ts, key, value, headers,
-                                        attributes, ts_delta, offset_delta, rsize))
+            key, value, headers, rattrs, ts_delta, offset_delta, rsize = parsed
+            ts = header[8] if attributes & TIMESTAMP_TYPE_BIT else header[7] + ts_delta
+            batch.records.append(Record(header[0] + offset_delta, ts, key, value, headers,
+                                        rattrs, ts_delta, offset_delta, rsize))
     except CorruptRecordError as e:
         batch.error = f"CorruptRecordException: {e}"
     except IndexError:  # a varint or field ran past the end of the records
