@@ -85,11 +85,12 @@ def _payload(batch: Batch, r: Record, rec, opts: DumpOptions) -> tuple[tuple[str
     """The record's decoded payload as (json kind, json object) and as kafka-dump-log text."""
     if rec is None:
         return None, render.raw_payload_text(r)
-    if rec.error:
-        return ("error", rec.error), f" Error at {r.offset}, skipping. {rec.error}"
     if opts.redact:
         rec = redact(rec)
-    return ("control" if batch.is_control else "metadata", rec.to_json()), " " + rec.dump_text()
+    text = " " + (rec.dump_text() if batch.is_control else rec.dump_text(r.offset))
+    if rec.error:
+        return ("error", rec.error), text
+    return ("control" if batch.is_control else "metadata", rec.to_json()), text
 
 
 def _decode(batch: Batch, r: Record, metadata: bool):
