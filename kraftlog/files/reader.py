@@ -139,13 +139,28 @@ def read_log_stream(
 ) -> Iterator[Batch | Region]:
     """``read_log_file`` over an open binary file object of known size."""
     window = _Window(f, size)
+    max_length = limits.max_batch_bytes - LOG_OVERHEAD
+    max_decompressed = limits.max_decompressed
+    unpack_prefix = _PREFIX.unpack_from
     pos = 0
     while pos < size:
+        # the common case first: a sane v2 header and the whole batch inside the current window
+        buf, i = window.buf, pos - window.start
+        if i >= 0 and i + HEADER_SIZE <= len(buf):
+            base, length, _epoch, magic = unpack_prefix(buf, i)
+            total = length + LOG_OVERHEAD
+            if magic == 2 and _MIN_BATCH_LENGTH <= length <= max_length and i + total <= len(buf):
+                wanted = records and (base >= skip_before or _last_offset(buf, i) >= skip_before)
+                batch = decode_batch_at(buf, i, pos, max_decompressed, records=wanted)
+                if batch.crc_valid or pos + total == size or _follows(window, pos + total, limits):
+                    yield batch
+                    pos += total
+                    continue
         if size - pos < HEADER_SIZE_UP_TO_MAGIC:
             yield Region(pos, size - pos, "truncated", f"{size - pos} bytes are too few for a batch header")
             return
         buf, i = window.get(pos, HEADER_SIZE)
-        base, length, _epoch, magic = _PREFIX.unpack_from(buf, i)
+        base, length, _epoch, magic = unpack_prefix(buf, i)
         total = length + LOG_OVERHEAD
         if magic in (0, 1) and length >= _LEGACY_MIN_LENGTH[magic] and total <= limits.max_batch_bytes:
             if pos + total > size:
@@ -172,7 +187,7 @@ def read_log_stream(
             if i + total > len(buf):
                 buf, i = window.get(pos, total)
             wanted = records and (base >= skip_before or _last_offset(buf, i) >= skip_before)
-            batch = decode_batch_at(buf, i, pos, limits.max_decompressed, records=wanted)
+            batch = decode_batch_at(buf, i, pos, max_decompressed, records=wanted)
             after = pos + total
             if batch.crc_valid or after == size or _follows(window, after, limits):
                 yield batch
