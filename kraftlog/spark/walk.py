@@ -1,0 +1,254 @@
+"""A segment or snapshot held in memory, walked into columns: batch headers and records.
+
+The files layer's reader yields a ``Batch`` and ``Record`` objects per batch, and a quiet metadata
+log is millions of one-record batches. Here the loop only steps from length to length and checks
+each CRC; the 61-byte headers are then gathered with numpy at the offsets the construct
+declaration ``BatchHeader`` gives, and a one-record batch whose bytes were seen before (the NoOps)
+becomes an index, not objects. Batches with more records, compressed ones and new payloads go
+through ``decode_batch_at``. The first byte the fast loop does not like (a bad CRC, a cut-off
+tail, legacy magic, a corrupt length) hands the rest of the file to ``read_log_stream``, so what
+comes out is what the reader yields; ``tests/test_spark_walk.py`` holds the two side by side.
+"""
+
+import dataclasses
+import re
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kraftlog.files.reader import Limits, Region, read_log_stream
+from kraftlog.wire.batch import (
+    COMPRESSION_MASK,
+    CRC_START,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    TIMESTAMP_TYPE_BIT,
+    Batch,
+    BatchHeader,
+    decode_batch_at,
+)
+from kraftlog.wire.crc import crc32c
+
+_MIN_LENGTH = HEADER_SIZE - LOG_OVERHEAD
+_SMALL = 64  # a one-record batch with a payload this small is remembered (a NoOp's is 8 bytes)
+_MEMO_MAX_ENTRIES = 4096
+_AT = re.compile(r"^batch at (\d+)")
+
+
+def _layout() -> list[tuple[str, int, np.dtype]]:
+    """(field, byte offset, big-endian numpy dtype) for every field of ``BatchHeader``."""
+    out, offset = [], 0
+    for sc in BatchHeader.subcons:
+        size = sc.subcon.sizeof()
+        kind = "u" if sc.subcon.fmtstr[-1].isupper() else "i"
+        out.append((sc.name, offset, np.dtype(f">{kind}{size}")))
+        offset += size
+    assert offset == HEADER_SIZE
+    return out
+
+
+HEADER_LAYOUT = _layout()
+#: baseOffset, batchLength, partitionLeaderEpoch, magic: what the loop reads of each batch.
+_PREFIX = struct.Struct(">" + "".join(sc.subcon.fmtstr[1:] for sc in BatchHeader.subcons[:4]))
+#: ``BatchHeader`` field -> ``Batch`` property (``baseOffset`` -> ``base_offset``).
+_ATTRS = {sc.name: re.sub(r"([A-Z])", r"_\1", sc.name).lower() for sc in BatchHeader.subcons}
+
+
+@dataclass(slots=True)
+class Walk:
+    """A file as columns. Per batch: header fields by ``BatchHeader`` name, ``crc_valid`` and
+    ``errors``. Per record, in file order: ``rec_batch`` (index of its batch), ``rec_offset``,
+    ``rec_timestamp`` and ``rec_kv``, an index into ``kv``, the distinct (key, value) pairs."""
+
+    positions: np.ndarray
+    header: dict[str, np.ndarray]
+    crc_valid: np.ndarray
+    errors: list[str | None]
+    rec_batch: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    rec_offset: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    rec_timestamp: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    rec_kv: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    kv: list[tuple[bytes | None, bytes | None]] = field(default_factory=list)
+    regions: list[Region] = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        return len(self.positions)
+
+
+class _Records:
+    """Records collected one by one (decoded batches), beside the vectorised one-record batches."""
+
+    def __init__(self) -> None:
+        self.batch: list[int] = []
+        self.offset: list[int] = []
+        self.timestamp: list[int] = []
+        self.kv: list[int] = []
+
+    def add(self, batch_index: int, records, kv: list) -> None:
+        for r in records:
+            self.batch.append(batch_index)
+            self.offset.append(r.offset)
+            self.timestamp.append(r.timestamp)
+            self.kv.append(len(kv))
+            kv.append((r.key, r.value))
+
+
+#: One-record payload -> (offset delta, timestamp delta, key, value); shared by a worker's files.
+_memo: dict[bytes, tuple[int, int, bytes | None, bytes | None]] = {}
+
+
+def _gather(u8: np.ndarray, positions: np.ndarray, offset: int, dtype: np.dtype) -> np.ndarray:
+    idx = positions[:, None] + np.arange(offset, offset + dtype.itemsize)
+    return u8[idx].view(dtype)[:, 0].astype(dtype.newbyteorder("="))
+
+
+def _fast_batches(buf: bytes, pos: int, limits: Limits, most: int) -> tuple[list[int], list[int], int]:
+    """From ``pos``: positions of up to ``most`` whole v2 batches, the CRC computed for each, and
+    where the run stopped."""
+    size = len(buf)
+    mv = memoryview(buf)
+    starts: list[int] = []
+    crcs: list[int] = []
+    max_length = limits.max_batch_bytes - LOG_OVERHEAD
+    unpack = _PREFIX.unpack_from
+    while size - pos >= HEADER_SIZE and len(starts) < most:
+        _, length, _, magic = unpack(buf, pos)
+        end = pos + length + LOG_OVERHEAD
+        if magic != 2 or not _MIN_LENGTH <= length <= max_length or end > size:
+            break
+        starts.append(pos)
+        crcs.append(crc32c(buf[pos + CRC_START : end] if length < 4096 else mv[pos + CRC_START : end]))
+        pos = end
+    return starts, crcs, pos
+
+
+def walk(buf: bytes, limits: Limits = Limits(), chunk: int = 1 << 18) -> Iterator[Walk]:
+    """Every batch, record and unreadable region of one file's bytes, in file order, in walks of
+    about ``chunk`` batches (so a 1 GiB segment never becomes one set of columns)."""
+    pos = 0
+    while pos < len(buf):
+        starts, crcs, stop = _fast_batches(buf, pos, limits, chunk)
+        positions = np.asarray(starts, np.int64)
+        u8 = np.frombuffer(buf, np.uint8)
+        header = {name: _gather(u8, positions, off, dt) for name, off, dt in HEADER_LAYOUT}
+        bad = np.flatnonzero(header["crc"] != np.asarray(crcs, np.uint32))
+        if bad.size:  # the reader decides what a CRC failure means (an invalid batch, or corrupt bytes)
+            k = int(bad[0])
+            stop = starts[k]
+            positions = positions[:k]
+            header = {name: col[:k] for name, col in header.items()}
+        n = len(positions)
+        w = Walk(positions, header, np.ones(n, bool), [None] * n)
+        slow = _Records()
+        _fast_records(buf, w, slow, limits)
+        if stop < len(buf) and len(starts) < chunk or bad.size:
+            stop = _slow_until_clean(buf, stop, w, slow, limits)
+        _merge(w, slow)
+        yield w
+        pos = stop
+
+
+def _fast_records(buf: bytes, w: Walk, slow: _Records, limits: Limits) -> None:
+    """One-record uncompressed batches become vector rows, decoded once per distinct payload; the
+    other batches are decoded one by one."""
+    h = w.header
+    size = h["batchLength"] + (LOG_OVERHEAD - HEADER_SIZE)
+    small = (h["recordsCount"] == 1) & ((h["attributes"] & COMPRESSION_MASK) == 0) & (size <= _SMALL)
+    memo, kv = _memo, w.kv
+    local: dict[bytes, int] = {}  # payload -> index into kv (and deltas), for this file
+    deltas: list[tuple[int, int]] = []
+    entry = np.full(w.count, -1, np.int64)
+    starts = w.positions[small]
+    for i, pos, end in zip(np.flatnonzero(small).tolist(), starts.tolist(),
+                           (starts + HEADER_SIZE + size[small]).tolist(), strict=True):
+        payload = buf[pos + HEADER_SIZE : end]
+        j = local.get(payload)
+        if j is None:
+            seen = memo.get(payload) or _remember(buf, pos, payload, limits)
+            if seen is None:
+                continue
+            j = local[payload] = len(kv)
+            kv.append(seen[2:])
+            deltas.append(seen[:2])
+        entry[i] = j
+    for i in np.flatnonzero(entry < 0).tolist():
+        pos = int(w.positions[i])
+        batch = decode_batch_at(buf, pos, pos, limits.max_decompressed, verify_crc=False)
+        w.errors[i] = batch.error
+        slow.add(i, batch.records, kv)
+    hit = np.flatnonzero(entry >= 0)
+    rows = entry[hit]
+    d = np.asarray(deltas, np.int64).reshape(-1, 2)[rows]
+    log_append = (h["attributes"][hit] & TIMESTAMP_TYPE_BIT) != 0
+    w.rec_batch = hit
+    w.rec_offset = h["baseOffset"][hit] + d[:, 0]
+    w.rec_timestamp = np.where(log_append, h["maxTimestamp"][hit], h["baseTimestamp"][hit] + d[:, 1])
+    w.rec_kv = rows
+
+
+def _remember(buf: bytes, pos: int, payload: bytes, limits: Limits) -> tuple | None:
+    """Decode a one-record batch whose payload is new and remember its record (None if it fails)."""
+    batch = decode_batch_at(buf, pos, pos, limits.max_decompressed, verify_crc=False)
+    if batch.error is not None or len(batch.records) != 1:
+        return None
+    if len(_memo) >= _MEMO_MAX_ENTRIES:
+        _memo.clear()
+    r = batch.records[0]
+    seen = _memo[payload] = (r.offset_delta, r.timestamp_delta, r.key, r.value)
+    return seen
+
+
+class _View:
+    """The part of ``buf`` from ``start`` as a read-only file, without copying it."""
+
+    def __init__(self, buf: bytes, start: int) -> None:
+        self.buf, self.start, self.pos = buf, start, start
+
+    def seek(self, pos: int) -> None:
+        self.pos = self.start + pos
+
+    def read(self, n: int) -> bytes:
+        out = self.buf[self.pos : self.pos + n]
+        self.pos += len(out)
+        return out
+
+
+def _slow_until_clean(buf: bytes, start: int, w: Walk, slow: _Records, limits: Limits) -> int:
+    """The reader's verdict from ``start`` up to the first CRC-valid batch after the trouble (where
+    the fast loop can take over again); returns the position after what was consumed."""
+    batches: list[Batch] = []
+    end = len(buf)
+    for item in read_log_stream(_View(buf, start), len(buf) - start, limits):
+        if isinstance(item, Region):
+            # the reader counts from the start of what it was given; so does its one message with a position
+            detail = _AT.sub(lambda m: f"batch at {int(m[1]) + start}", item.detail)
+            w.regions.append(dataclasses.replace(item, position=item.position + start, detail=detail))
+            continue
+        slow.add(w.count + len(batches), item.records, w.kv)
+        batches.append(item)
+        if item.crc_valid:
+            end = start + item.position + item.size
+            break
+    if batches:
+        w.positions = np.concatenate([w.positions, np.asarray([b.position + start for b in batches], np.int64)])
+        for name, _, dt in HEADER_LAYOUT:
+            extra = np.asarray([getattr(b, _ATTRS[name]) for b in batches], dt.newbyteorder("="))
+            w.header[name] = np.concatenate([w.header[name], extra])
+        w.crc_valid = np.concatenate([w.crc_valid, np.asarray([b.crc_valid for b in batches], bool)])
+        w.errors.extend(b.error for b in batches)
+    return end
+
+
+def _merge(w: Walk, slow: _Records) -> None:
+    """The vector rows and the decoded ones, back in file order."""
+    if not slow.batch:
+        return
+    batch = np.concatenate([w.rec_batch, np.asarray(slow.batch, np.int64)])
+    order = np.argsort(batch, kind="stable")
+    w.rec_batch = batch[order]
+    w.rec_offset = np.concatenate([w.rec_offset, np.asarray(slow.offset, np.int64)])[order]
+    w.rec_timestamp = np.concatenate([w.rec_timestamp, np.asarray(slow.timestamp, np.int64)])[order]
+    w.rec_kv = np.concatenate([w.rec_kv, np.asarray(slow.kv, np.int64)])[order]

@@ -1,0 +1,101 @@
+"""The Spark decoder's columnar walk yields exactly what the files layer's reader yields: the same
+batches (every header field, CRC verdict, error), records and skipped regions, on every real file
+and on files damaged in the ways the reader's own tests damage them."""
+
+import io
+
+import pytest
+
+from conftest import corpus_log_files
+from kraftlog.files.reader import Limits, Region, read_log_stream
+from kraftlog.spark.walk import HEADER_LAYOUT, walk
+from kraftlog.wire.batch import Record, encode_batch
+from kraftlog.wire.codecs import GZIP
+
+_FIELDS = [name for name, _, _ in HEADER_LAYOUT]
+
+
+def by_reader(buf: bytes, limits: Limits = Limits()) -> tuple[list, list]:
+    batches, regions = [], []
+    for item in read_log_stream(io.BytesIO(buf), len(buf), limits):
+        if isinstance(item, Region):
+            regions.append(item)
+        else:
+            batches.append((item.position, item.crc_valid, item.error,
+                            [(r.offset, r.timestamp, r.key, r.value) for r in item.records],
+                            item.base_offset, item.batch_length, item.partition_leader_epoch, item.magic, item.crc,
+                            item.attributes, item.last_offset_delta, item.base_timestamp, item.max_timestamp,
+                            item.producer_id, item.producer_epoch, item.base_sequence, item.records_count))
+    return batches, regions
+
+
+def by_walk(buf: bytes, limits: Limits = Limits(), chunk: int = 1 << 18) -> tuple[list, list]:
+    batches, regions = [], []
+    for w in walk(buf, limits, chunk):
+        records: list[list] = [[] for _ in range(w.count)]
+        for b, o, t, kv in zip(w.rec_batch.tolist(), w.rec_offset.tolist(), w.rec_timestamp.tolist(),
+                               w.rec_kv.tolist(), strict=True):
+            records[b].append((o, t, *w.kv[kv]))
+        cols = [w.header[f].tolist() for f in _FIELDS]
+        for i in range(w.count):
+            batches.append((int(w.positions[i]), bool(w.crc_valid[i]), w.errors[i], records[i],
+                            *(c[i] for c in cols)))
+        regions.extend(w.regions)
+    return batches, regions
+
+
+def _segment(n: int = 40) -> bytes:
+    """Mostly one-NoOp batches, some with several records, one compressed: a metadata log's mix."""
+    noop = b"\x01\x14\x00\x00"
+    out = []
+    for i in range(n):
+        records = [Record(0, 0, None, noop, offset_delta=k, timestamp_delta=k) for k in range(1 + (i % 7 == 3) * 3)]
+        out.append(encode_batch(records, base_offset=10 + 4 * i, base_timestamp=1_700_000_000_000 + i,
+                                partition_leader_epoch=3, attributes=GZIP if i == 11 else 0))
+    return b"".join(out)
+
+
+@pytest.mark.parametrize("path", corpus_log_files(metadata_only=True), ids=lambda p: p.name)
+def test_real_files(path):
+    buf = path.read_bytes()
+    assert by_walk(buf) == by_reader(buf)
+
+
+def test_real_files_present():
+    if not corpus_log_files():
+        pytest.skip("the shared corpus (../shared/corpus) is absent")
+
+
+def _damaged() -> dict[str, bytes]:
+    seg = _segment()
+    flip = bytearray(seg)
+    flip[200] ^= 0xFF  # inside the third batch: its CRC fails
+    length = bytearray(seg)
+    length[8:12] = (10**6).to_bytes(4, "big")  # the first batch's length runs past the file
+    magic = bytearray(seg)
+    magic[16 + 150] = 7  # a magic byte no reader knows, mid-file (position 150 is not a batch start)
+    return {
+        "clean": seg,
+        "cut-tail": seg[:-20],
+        "cut-header": seg[: len(seg) - len(seg) // 40 + 30],
+        "crc": bytes(flip),
+        "length": bytes(length),
+        "garbage-between": seg[:300] + b"\x00" * 37 + seg[300:],
+        "legacy": b"\x00" * 8 + (14).to_bytes(4, "big") + b"\x00" * 4 + b"\x00" + b"\x00" * 9 + seg,
+        "magic": bytes(magic),
+        "empty": b"",
+        "tiny": b"\x00\x01\x02",
+    }
+
+
+@pytest.mark.parametrize("name", list(_damaged()))
+@pytest.mark.parametrize("chunk", [1 << 18, 3])
+def test_damaged_files(name, chunk):
+    buf = _damaged()[name]
+    assert by_walk(buf, chunk=chunk) == by_reader(buf)
+
+
+def test_limits_are_the_readers():
+    buf = _segment()
+    limits = Limits(max_batch_bytes=100)
+    assert by_walk(buf, limits) == by_reader(buf, limits)
