@@ -1,0 +1,383 @@
+"""Walk one node's log once, replaying as it goes, into a ``Timeline``.
+
+Changes are read off the replayed image, not the records, so they follow Kafka's rules: a
+PartitionChangeRecord that names the current leader is no leader change, records of an aborted
+metadata transaction change nothing, and those of a committed one count when it commits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kraftlog.files.logdir import NodeDir
+from kraftlog.files.reader import Limits
+from kraftlog.files.records import Entry, ReadProblems
+from kraftlog.report.model import (
+    BrokerLane,
+    Bucket,
+    Capped,
+    Cell,
+    Epoch,
+    Event,
+    PartitionTrack,
+    Timeline,
+    next_width,
+)
+from kraftlog.schema.entity import ACL_RESOURCE_TYPES
+from kraftlog.schema.redact import REDACTED, is_secret_config
+from kraftlog.state.acls import OPERATIONS, PERMISSION_TYPES
+from kraftlog.state.configs import TOPIC, resource_key
+from kraftlog.state.features import METADATA_VERSION, ZK_MIGRATION_STATES, metadata_version_name
+from kraftlog.state.image import ABORT, END, ClusterImage
+from kraftlog.state.quotas import entity_key, entity_of
+from kraftlog.state.rebuild import log_entries, starting_point
+
+#: Most time buckets a report keeps; the page draws one column per bucket.
+MAX_BUCKETS = 240
+_SCRAM_MECHANISMS = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
+
+
+def collect(node: NodeDir, *, limits: Limits = Limits(), max_buckets: int = MAX_BUCKETS,
+            redact: bool = True) -> Timeline:
+    """The timeline of ``node``'s log from where it starts on disk (offset 0, or the earliest
+    snapshot the log continues from). Secret config values are redacted unless ``redact`` is False."""
+    problems = ReadProblems()
+    image, start, described = starting_point(node, None, None, earliest_base(node), limits, problems)
+    source = str(node.metadata_dir or node.log_dir)
+    model = Timeline(source, node.cluster_id, node.node_id, described)
+    walker = _Walker(model, image, max_buckets, redact)
+    for entry in log_entries(node, start, limits, problems):
+        walker.add(entry)
+    for message in problems.messages + [f"offset {p.offset} {p.type}: {p.message}" for p in image.problems]:
+        model.problems.append(message)
+    return model
+
+
+def earliest_base(node: NodeDir) -> str | Path:
+    """Replay from offset 0 when the log has it, else from the first snapshot the log continues from."""
+    first = node.segments[0].offset if node.segments else None
+    if first == 0:
+        return "none"
+    later = [s for s in node.snapshots if first is None or s.offset >= first]
+    return later[0].path if later else "none"
+
+
+def broker_state(registration: dict | None) -> str:
+    if registration is None:
+        return "absent"
+    if registration["inControlledShutdown"]:
+        return "shutdown"
+    return "fenced" if registration["fenced"] else "active"
+
+
+class _Walker:
+    """Holds the image and the model while the log goes by; ``add`` is the per-record hot path."""
+
+    def __init__(self, model: Timeline, image: ClusterImage, max_buckets: int, redact: bool) -> None:
+        self.model = model
+        self.image = image
+        self.max_buckets = max_buckets
+        self.redact = redact
+        self.lo = self.hi = None
+        self.epoch: Epoch | None = None
+        self.pending: list[tuple[Entry, Any]] = []  # records of an open metadata transaction
+        self.topic_names = {tid: t["name"] for tid, t in image.topics.by_id.items()}
+        self.seen_names = set(image.topics.id_by_name)
+        self.topic_partitions: dict[str, list[tuple[str, int]]] = {}
+        self.broker_states: dict[int, str] = {}
+        model.start_topics = len(self.topic_names)
+        model.start_metadata_version = image.features.levels.get(METADATA_VERSION)
+        for tid, topic in image.topics.by_id.items():
+            for pid, part in topic["partitions"].items():
+                self._track(tid, pid, part, None)
+        for bid, registration in image.brokers.registrations.items():
+            model.brokers[bid] = BrokerLane(broker_state(registration), Capped(400))
+        self.before: dict[str, Callable[[dict], Any]] = {
+            "CONFIG_RECORD": self._old_config,
+            "REMOVE_TOPIC_RECORD": lambda d: self.topic_names.get(d["topicId"]),
+            "FEATURE_LEVEL_RECORD": lambda d: image.features.levels.get(d["name"]),
+            "REMOVE_ACCESS_CONTROL_ENTRY_RECORD": lambda d: image.acls.entries.get(d["id"]),
+        }
+        self.effects: dict[str, Callable[[Entry, dict, Any], None]] = {
+            "PARTITION_RECORD": self._partition,
+            "PARTITION_CHANGE_RECORD": self._partition,
+            "TOPIC_RECORD": self._topic,
+            "REMOVE_TOPIC_RECORD": self._remove_topic,
+            "REGISTER_BROKER_RECORD": self._broker,
+            "UNREGISTER_BROKER_RECORD": self._broker,
+            "FENCE_BROKER_RECORD": self._broker,
+            "UNFENCE_BROKER_RECORD": self._broker,
+            "BROKER_REGISTRATION_CHANGE_RECORD": self._broker,
+            "REGISTER_CONTROLLER_RECORD": self._controller,
+            "CONFIG_RECORD": self._config,
+            "ACCESS_CONTROL_ENTRY_RECORD": self._acl,
+            "REMOVE_ACCESS_CONTROL_ENTRY_RECORD": self._acl,
+            "CLIENT_QUOTA_RECORD": self._quota,
+            "USER_SCRAM_CREDENTIAL_RECORD": self._scram,
+            "REMOVE_USER_SCRAM_CREDENTIAL_RECORD": self._scram,
+            "DELEGATION_TOKEN_RECORD": self._token,
+            "REMOVE_DELEGATION_TOKEN_RECORD": self._token,
+            "FEATURE_LEVEL_RECORD": self._feature,
+            "ZK_MIGRATION_STATE_RECORD": self._zk_migration,
+        }
+        self.raft = {"LEADER_CHANGE": self._leader_change, "KRAFT_VOTERS": self._voters,
+                     "KRAFT_VERSION": self._kraft_version}
+
+    # -- the walk -------------------------------------------------------------------------------
+
+    def add(self, e: Entry) -> None:
+        rec, model = e.record, self.model
+        kind = rec.type
+        model.records += 1
+        model.type_totals[kind] += 1
+        if model.first_offset is None:
+            model.first_offset = e.offset
+        model.last_offset = e.offset
+        self._count(e.timestamp, e.offset, kind)
+        if self.epoch is None or e.epoch > self.epoch.epoch:
+            self.epoch = Epoch(e.epoch, e.offset, e.timestamp)
+            model.epochs.append(self.epoch)
+        decoded = rec.error is None
+        before = self.before.get(kind)
+        old = before(rec.data) if before is not None and decoded else None
+        self.image.apply(rec, e.offset, e.timestamp, e.epoch)
+        if not decoded:
+            return
+        if (raft := self.raft.get(kind)) is not None:
+            raft(e, rec.data)
+        elif self.image.transaction is not None:
+            if kind in self.effects:
+                self.pending.append((e, old))
+        elif kind == END:
+            for held, held_old in self.pending:
+                self.effects[held.record.type](held, held.record.data, held_old)
+            self.pending.clear()
+        elif kind == ABORT:
+            model.aborted_records += len(self.pending)
+            self.pending.clear()
+        elif (effect := self.effects.get(kind)) is not None:
+            effect(e, rec.data, old)
+
+    def _count(self, ts: int, offset: int, kind: str) -> None:
+        if ts <= 0:
+            self.model.untimed += 1
+            return
+        buckets = self.model.buckets
+        idx = ts // self.model.width
+        bucket = buckets.get(idx)
+        if bucket is None:
+            if self.lo is None:
+                self.lo = self.hi = idx
+            self.lo, self.hi = min(self.lo, idx), max(self.hi, idx)
+            if self.hi - self.lo >= self.max_buckets:
+                self._widen()
+                idx = ts // self.model.width
+            bucket = buckets.get(idx)
+            if bucket is None:
+                bucket = buckets[idx] = Bucket(offset, offset)
+        bucket.records += 1
+        bucket.last_offset = offset
+        bucket.types[kind] += 1
+
+    def _widen(self) -> None:
+        """Merge buckets into wider ones until the span fits the cap."""
+        model = self.model
+        while self.hi - self.lo >= self.max_buckets:
+            factor = next_width(model.width) // model.width
+            model.width *= factor
+            self.lo, self.hi = self.lo // factor, self.hi // factor
+            model.buckets = _regroup(model.buckets, factor, Bucket.merge)
+            for track in model.partitions.values():
+                if track.cells:
+                    track.cells = _regroup(track.cells, factor, Cell.merge)
+
+    def _bucket(self, ts: int) -> Bucket | None:
+        return self.model.buckets.get(ts // self.model.width) if ts > 0 else None
+
+    # -- raft ----------------------------------------------------------------------------------
+
+    def _leader_change(self, e: Entry, data: dict) -> None:
+        if self.epoch is not None:
+            self.epoch.leader = data["leaderId"]
+            self.epoch.voters = ",".join(str(v["voterId"]) for v in data.get("voters") or [])
+
+    def _voters(self, e: Entry, data: dict) -> None:
+        voters = ", ".join(str(v["voterId"]) for v in data["voters"])
+        self.model.controller_events.append(Event(e.offset, e.timestamp, "voters", "voters", f"voters: {voters}"))
+
+    def _kraft_version(self, e: Entry, data: dict) -> None:
+        level = data["kRaftVersion"]
+        self.model.feature_events.append(
+            Event(e.offset, e.timestamp, "kraft.version", "kraft.version", f"kraft.version {level}", level))
+
+    # -- partitions and topics -----------------------------------------------------------------
+
+    def _track(self, tid: str, pid: int, part: dict, ts: int | None) -> PartitionTrack:
+        isr = tuple(part["isr"])
+        track = PartitionTrack(self.topic_names.get(tid, tid), tid, pid, len(part["replicas"]), part["leader"],
+                               isr, ts, len(isr))
+        self.model.partitions[(tid, pid)] = track
+        self.topic_partitions.setdefault(tid, []).append((tid, pid))
+        return track
+
+    def _partition(self, e: Entry, data: dict, old: Any) -> None:
+        tid, pid = data["topicId"], data["partitionId"]
+        topic = self.image.topics.by_id.get(tid)
+        part = topic["partitions"].get(pid) if topic else None
+        if part is None:
+            return
+        track = self.model.partitions.get((tid, pid))
+        if track is None or track.removed_time is not None:
+            self._track(tid, pid, part, e.timestamp)
+            return
+        leader, isr = part["leader"], tuple(part["isr"])
+        track.replicas = len(part["replicas"])
+        if leader == track.leader and isr == track.isr:
+            return
+        moved = leader != track.leader
+        shrank = not set(track.isr) <= set(isr)
+        grew = not set(isr) <= set(track.isr)
+        unclean = moved and leader >= 0 and leader not in track.isr
+        if moved:
+            note = " UNCLEAN (not in the old ISR)" if unclean else ""
+            self.model.leader_events.append(Event(
+                e.offset, e.timestamp, "leader", track.name,
+                f"leader {track.leader} -> {leader}, leader epoch {part['leaderEpoch']}{note}", leader, (tid, pid)))
+        track.leader, track.isr = leader, isr
+        track.leader_changes += moved
+        track.shrinks += shrank
+        track.expands += grew
+        track.unclean += unclean
+        bucket = self._bucket(e.timestamp)
+        if bucket is None:
+            return
+        bucket.leader_changes += moved
+        bucket.isr_shrinks += shrank
+        bucket.isr_expands += grew
+        idx = e.timestamp // self.model.width
+        cell = track.cells.get(idx)
+        if cell is None:
+            cell = track.cells[idx] = Cell(e.offset, e.timestamp, e.offset, e.timestamp, len(isr), len(isr), leader)
+        cell.last_offset, cell.last_time, cell.isr, cell.leader = e.offset, e.timestamp, len(isr), leader
+        cell.min_isr = min(cell.min_isr, len(isr))
+        cell.leader_changes += moved
+        cell.shrinks += shrank
+        cell.expands += grew
+
+    def _topic(self, e: Entry, data: dict, old: Any) -> None:
+        name, tid = data["name"], data["topicId"]
+        again = " (re-created: new topic id)" if name in self.seen_names else ""
+        self.topic_names[tid] = name
+        self.seen_names.add(name)
+        self.model.topic_events.append(Event(e.offset, e.timestamp, "created", name, f"topic id {tid}{again}",
+                                             len(self.image.topics.by_id)))
+
+    def _remove_topic(self, e: Entry, data: dict, name: Any) -> None:
+        tid = data["topicId"]
+        for key in self.topic_partitions.pop(tid, []):
+            self.model.partitions[key].removed_time = e.timestamp
+        self.model.topic_events.append(Event(e.offset, e.timestamp, "deleted", name or tid,
+                                             f"topic id {tid}; its partitions and configs go with it",
+                                             len(self.image.topics.by_id)))
+
+    # -- brokers and controllers ---------------------------------------------------------------
+
+    def _broker(self, e: Entry, data: dict, old: Any) -> None:
+        bid = data.get("brokerId", data.get("id"))
+        registration = self.image.brokers.registrations.get(bid)
+        state = broker_state(registration)
+        lane = self.model.brokers.get(bid)
+        if lane is None:
+            lane = self.model.brokers[bid] = BrokerLane("absent", Capped(400))
+        registered = e.record.type == "REGISTER_BROKER_RECORD"
+        if state == self.broker_states.get(bid, lane.start_state) and not registered:
+            return
+        self.broker_states[bid] = state
+        epoch = registration["brokerEpoch"] if registration else data.get("brokerEpoch", data.get("epoch"))
+        what = {"active": "unfenced", "fenced": "fenced", "shutdown": "in controlled shutdown",
+                "absent": "unregistered"}[state]
+        if registered:
+            rack = f", rack {registration['rack']}" if registration and registration["rack"] else ""
+            what = f"registered ({what}), incarnation {data['incarnationId']}{rack}"
+        lane.events.append(Event(e.offset, e.timestamp, state, f"broker {bid}", f"{what}, broker epoch {epoch}",
+                                 epoch))
+
+    def _controller(self, e: Entry, data: dict, old: Any) -> None:
+        cid = data["controllerId"]
+        self.model.controller_events.append(Event(e.offset, e.timestamp, "controller", f"controller {cid}",
+                                                  f"registered, incarnation {data['incarnationId']}", cid))
+
+    # -- configs, security, features -----------------------------------------------------------
+
+    def _old_config(self, data: dict) -> str | None:
+        return self.image.configs.resources.get((data["resourceType"], data["resourceName"]), {}).get(data["name"])
+
+    def _shown(self, key: str, value: str | None) -> str:
+        if value is None:
+            return "(unset)"
+        return REDACTED if self.redact and is_secret_config(key) else value
+
+    def _config(self, e: Entry, data: dict, old: Any) -> None:
+        key, value = data["name"], data.get("value")
+        resource = resource_key(data["resourceType"], data["resourceName"])
+        if resource.endswith(":") and data["resourceType"] != TOPIC:
+            resource += "<default>"
+        detail = f"{key}: {self._shown(key, old)} -> {self._shown(key, value)}"
+        self._change(e, "config" if value is not None else "config deleted", resource, detail)
+
+    def _acl(self, e: Entry, data: dict, old: Any) -> None:
+        entry = data if e.record.type == "ACCESS_CONTROL_ENTRY_RECORD" else old
+        if entry is None:
+            self._change(e, "acl removed", "ACL", f"unknown ACL id {data['id']}")
+            return
+        resource = f"{ACL_RESOURCE_TYPES.get(entry['resourceType'], entry['resourceType'])}:{entry['resourceName']}"
+        detail = (f"{PERMISSION_TYPES.get(entry['permissionType'])} {entry['principal']} "
+                  f"{OPERATIONS.get(entry['operation'])} from {entry['host']}")
+        self._change(e, "acl" if entry is data else "acl removed", resource, detail)
+
+    def _quota(self, e: Entry, data: dict, old: Any) -> None:
+        removed = data.get("remove", False)
+        detail = f"{data['key']} removed" if removed else f"{data['key']} = {data['value']:g}"
+        self._change(e, "quota", f"quota {entity_key(entity_of(data))}", detail)
+
+    def _scram(self, e: Entry, data: dict, old: Any) -> None:
+        removed = e.record.type.startswith("REMOVE")
+        mechanism = _SCRAM_MECHANISMS.get(data["mechanism"], str(data["mechanism"]))
+        self._change(e, "scram", f"user {data['name']}", f"{mechanism} credential {'removed' if removed else 'set'}")
+
+    def _token(self, e: Entry, data: dict, old: Any) -> None:
+        if e.record.type.startswith("REMOVE"):
+            self._change(e, "token", f"token {data['tokenId']}", "removed")
+        else:
+            self._change(e, "token", f"token {data['tokenId']}", f"issued to {data['owner']}")
+
+    def _change(self, e: Entry, kind: str, subject: str, detail: str) -> None:
+        self.model.changes.append(Event(e.offset, e.timestamp, kind, subject, detail))
+
+    def _feature(self, e: Entry, data: dict, old: Any) -> None:
+        name, level = data["name"], data["featureLevel"]
+        if name == METADATA_VERSION:
+            was = metadata_version_name(old) if old is not None else "unset"
+            detail = f"{was} -> {metadata_version_name(level)} (level {level})"
+        else:
+            detail = f"level {old if old is not None else 'unset'} -> {level}" + (" (disabled)" if level == 0 else "")
+        self.model.feature_events.append(Event(e.offset, e.timestamp, "feature", name, detail, level))
+
+    def _zk_migration(self, e: Entry, data: dict, old: Any) -> None:
+        state = data["zkMigrationState"]
+        self.model.feature_events.append(Event(e.offset, e.timestamp, "zk-migration", "ZK migration",
+                                               f"state {ZK_MIGRATION_STATES.get(state, state)}", state))
+
+
+def _regroup(cells: dict, factor: int, merge: Callable) -> dict:
+    """Re-key by ``index // factor``, merging in time order (so a later cell merges into an earlier)."""
+    out: dict = {}
+    for idx in sorted(cells):
+        new = idx // factor
+        if new in out:
+            merge(out[new], cells[idx])
+        else:
+            out[new] = cells[idx]
+    return out

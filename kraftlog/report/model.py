@@ -1,0 +1,195 @@
+"""The timeline model a report is drawn from: small, and bounded whatever the log's size.
+
+Counts live in time buckets whose width grows as the log's time span does, so their number stays
+under a cap; event lists keep their first and last items and count the rest. What remains grows
+with the cluster (brokers, partitions), never with the number of records.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Generic, NamedTuple, TypeVar
+
+T = TypeVar("T")
+
+#: Bucket widths in ms; each is a multiple of the one before, so buckets merge exactly when the
+#: span outgrows the cap. After one day the width doubles.
+WIDTHS = (100, 200, 1_000, 2_000, 10_000, 20_000, 60_000, 120_000, 600_000, 1_200_000, 3_600_000,
+          7_200_000, 21_600_000, 43_200_000, 86_400_000)
+
+
+def next_width(width: int) -> int:
+    return next((w for w in WIDTHS if w > width), width * 2)
+
+
+class Capped(Generic[T]):
+    """The first and the last ``cap // 2`` items of a stream, and how many were left out between."""
+
+    def __init__(self, cap: int) -> None:
+        self.head: list[T] = []
+        self.tail: deque[T] = deque(maxlen=cap - cap // 2)
+        self.half = cap // 2
+        self.total = 0
+
+    def append(self, item: T) -> None:
+        self.total += 1
+        if len(self.head) < self.half:
+            self.head.append(item)
+        else:
+            self.tail.append(item)
+
+    def __iter__(self) -> Iterator[T]:
+        yield from self.head
+        yield from self.tail
+
+    def __len__(self) -> int:
+        return len(self.head) + len(self.tail)
+
+    @property
+    def omitted(self) -> int:
+        return self.total - len(self)
+
+
+class Event(NamedTuple):
+    """Something that happened at one record. ``kind`` picks the marker; ``value`` is what a chart
+    plots (a level, a count, a broker epoch); ``key`` ties it to a row (a partition)."""
+
+    offset: int
+    time: int
+    kind: str
+    subject: str
+    detail: str
+    value: int | None = None
+    key: Any = None
+
+
+@dataclass(slots=True)
+class Bucket:
+    """What the log holds in one time slot: records by type and the churn counted there."""
+
+    first_offset: int
+    last_offset: int
+    records: int = 0
+    types: Counter = field(default_factory=Counter)
+    leader_changes: int = 0
+    isr_shrinks: int = 0
+    isr_expands: int = 0
+
+    def merge(self, other: Bucket) -> None:
+        self.first_offset = min(self.first_offset, other.first_offset)
+        self.last_offset = max(self.last_offset, other.last_offset)
+        self.records += other.records
+        self.types.update(other.types)
+        self.leader_changes += other.leader_changes
+        self.isr_shrinks += other.isr_shrinks
+        self.isr_expands += other.isr_expands
+
+
+@dataclass(slots=True)
+class Cell:
+    """One partition in one bucket: its changes there and the ISR size they left."""
+
+    first_offset: int
+    first_time: int
+    last_offset: int
+    last_time: int
+    isr: int  # size after the last change in the bucket
+    min_isr: int
+    leader: int
+    leader_changes: int = 0
+    shrinks: int = 0
+    expands: int = 0
+
+    def merge(self, later: Cell) -> None:
+        """``later`` covers the later records (buckets merge in time order)."""
+        self.last_offset, self.last_time = later.last_offset, later.last_time
+        self.isr, self.leader = later.isr, later.leader
+        self.min_isr = min(self.min_isr, later.min_isr)
+        self.leader_changes += later.leader_changes
+        self.shrinks += later.shrinks
+        self.expands += later.expands
+
+
+@dataclass(slots=True)
+class PartitionTrack:
+    """One partition's churn over the walk, with the state it started from."""
+
+    topic: str
+    topic_id: str
+    partition: int
+    replicas: int
+    leader: int
+    isr: tuple[int, ...]
+    start_time: int | None  # None: it existed before the walk began
+    start_isr: int
+    removed_time: int | None = None
+    leader_changes: int = 0
+    shrinks: int = 0
+    expands: int = 0
+    unclean: int = 0
+    cells: dict[int, Cell] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    @property
+    def churn(self) -> int:
+        return self.leader_changes + self.shrinks + self.expands
+
+
+@dataclass(slots=True)
+class Epoch:
+    """A Raft epoch of the metadata quorum, from its first batch; ``leader`` from its LeaderChange."""
+
+    epoch: int
+    offset: int
+    time: int
+    leader: int = -1
+    voters: str = ""
+
+
+@dataclass(slots=True)
+class BrokerLane:
+    """A broker's state over the walk: where it started, then each transition."""
+
+    start_state: str  # "active" | "fenced" | "shutdown" | "absent"
+    events: Capped[Event]
+
+
+@dataclass(slots=True)
+class Timeline:
+    """Everything a report shows, for one node's copy of the log."""
+
+    source: str
+    cluster_id: str | None
+    node_id: int | None
+    base: str
+    width: int = WIDTHS[0]
+    buckets: dict[int, Bucket] = field(default_factory=dict)
+    first_offset: int | None = None
+    last_offset: int | None = None
+    records: int = 0
+    untimed: int = 0  # records with no timestamp (<= 0), left out of the buckets
+    type_totals: Counter = field(default_factory=Counter)
+    epochs: Capped[Epoch] = field(default_factory=lambda: Capped(2000))
+    controller_events: Capped[Event] = field(default_factory=lambda: Capped(400))
+    brokers: dict[int, BrokerLane] = field(default_factory=dict)
+    partitions: dict[tuple[str, int], PartitionTrack] = field(default_factory=dict)
+    leader_events: Capped[Event] = field(default_factory=lambda: Capped(2000))
+    topic_events: Capped[Event] = field(default_factory=lambda: Capped(1000))
+    start_topics: int = 0
+    changes: Capped[Event] = field(default_factory=lambda: Capped(1000))  # configs, ACLs, quotas, SCRAM, tokens
+    feature_events: Capped[Event] = field(default_factory=lambda: Capped(400))
+    start_metadata_version: int | None = None
+    aborted_records: int = 0
+    problems: Capped[str] = field(default_factory=lambda: Capped(100))
+
+    @property
+    def time_range(self) -> tuple[int, int] | None:
+        """First and last bucketed ms (bucket starts to bucket ends)."""
+        if not self.buckets:
+            return None
+        return min(self.buckets) * self.width, (max(self.buckets) + 1) * self.width
