@@ -36,6 +36,8 @@ from kraftlog.state.rebuild import log_entries, starting_point
 
 #: Most time buckets a report keeps; the page draws one column per bucket.
 MAX_BUCKETS = 240
+#: Transitions kept per broker (first and last halves): a crash-looping broker must not swell the page.
+LANE_EVENTS = 100
 _SCRAM_MECHANISMS = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
 
 
@@ -43,6 +45,8 @@ def collect(node: NodeDir, *, limits: Limits = Limits(), max_buckets: int = MAX_
             redact: bool = True) -> Timeline:
     """The timeline of ``node``'s log from where it starts on disk (offset 0, or the earliest
     snapshot the log continues from). Secret config values are redacted unless ``redact`` is False."""
+    if max_buckets < 1:
+        raise ValueError("max_buckets must be at least 1")
     problems = ReadProblems()
     image, start, described = starting_point(node, None, None, earliest_base(node), limits, problems)
     source = str(node.metadata_dir or node.log_dir)
@@ -93,7 +97,7 @@ class _Walker:
             for pid, part in topic["partitions"].items():
                 self._track(tid, pid, part, None)
         for bid, registration in image.brokers.registrations.items():
-            model.brokers[bid] = BrokerLane(broker_state(registration), Capped(400))
+            model.brokers[bid] = BrokerLane(broker_state(registration), Capped(LANE_EVENTS))
         self.before: dict[str, Callable[[dict], Any]] = {
             "CONFIG_RECORD": self._old_config,
             "REMOVE_TOPIC_RECORD": lambda d: self.topic_names.get(d["topicId"]),
@@ -174,6 +178,7 @@ class _Walker:
             if self.hi - self.lo >= self.max_buckets:
                 self._widen()
                 idx = ts // self.model.width
+                buckets = self.model.buckets
             bucket = buckets.get(idx)
             if bucket is None:
                 bucket = buckets[idx] = Bucket(offset, offset)
@@ -290,7 +295,7 @@ class _Walker:
         state = broker_state(registration)
         lane = self.model.brokers.get(bid)
         if lane is None:
-            lane = self.model.brokers[bid] = BrokerLane("absent", Capped(400))
+            lane = self.model.brokers[bid] = BrokerLane("absent", Capped(LANE_EVENTS))
         registered = e.record.type == "REGISTER_BROKER_RECORD"
         if state == self.broker_states.get(bid, lane.start_state) and not registered:
             return

@@ -70,8 +70,7 @@ def heatmap(m: Timeline, ax: TimeAxis) -> str:
             parts.append(el("rect", {
                 "x": x0, "y": y + 1, "width": max(x1 - x0, 1.5), "height": row_h - 2,
                 "fill_opacity": round(0.25 + 0.75 * churn / peak, 2),
-                **hover(tip, css="cell under" if under else "cell", data_partition=t.name,
-                        data_offsets=f"{c.first_offset}-{c.last_offset}")}))
+                **hover(tip, css="cell under" if under else "cell", data_offsets=f"{c.first_offset}-{c.last_offset}")}))
         parts.append(_isr_line(t, ax, y, row_h))
     for ev in m.leader_events:
         y = index.get(ev.key)
