@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from kraftlog.cli import main, render
+from kraftlog.cli import main, progress, render
 from kraftlog.files.paths import LogFile
 from kraftlog.files.reader import Limits, Region, read_log_file
 from kraftlog.schema import MetadataRecord, decode_control, decode_metadata, entity_of
@@ -272,6 +272,7 @@ def add_parser(sub) -> None:
     main.add_limits(p)
 
 
+@progress.shown("paths", streams_stdout=True)
 def run(args, out: TextIO | None = None) -> int:
     """Dump every file; exit 1 when any batch was invalid, any byte skipped or any record undecodable."""
     out = out or sys.stdout

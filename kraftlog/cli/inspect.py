@@ -4,7 +4,7 @@ import json
 import sys
 from collections import Counter, defaultdict
 
-from kraftlog.cli import main
+from kraftlog.cli import main, progress
 from kraftlog.cli.render import iso_time
 from kraftlog.files.coverage import compare_copies, coverage
 from kraftlog.files.logdir import FileScan, NodeDir, find_nodes, scan_file
@@ -124,6 +124,7 @@ def _text(report: dict) -> str:
     return "\n".join(out)
 
 
+@progress.shown("path")
 def run(args) -> int:
     try:
         report = inspect(args.path, main.limits_of(args))

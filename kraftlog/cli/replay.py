@@ -2,7 +2,7 @@
 
 import json
 
-from kraftlog.cli import target
+from kraftlog.cli import progress, target
 from kraftlog.state.rebuild import parse_time
 from kraftlog.state.tree import render_tree
 
@@ -19,6 +19,7 @@ def add_parser(sub) -> None:
     p.add_argument("--format", choices=["json", "tree"], default="json")
 
 
+@progress.shown("path")
 def run(args) -> int:
     time_ms = parse_time(args.time) if args.time else None
     if args.offset is None and time_ms is None and not target.Path(args.path).is_file():
