@@ -1,0 +1,39 @@
+"""``kraftlog report``: one node's log as a self-contained HTML page of timelines."""
+
+import sys
+
+from kraftlog.cli import main, progress, target
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "report", help="write an HTML timeline report of a node's log (controller, brokers, partitions, ...)",
+        description="Walk a node's metadata log once, replaying it, and write one HTML file with the "
+        "charts a responder needs: controller leadership and Raft epochs, broker lanes, partition leader "
+        "changes and ISR size, ISR storms, topics, config and ACL changes, feature levels and the log's "
+        "composition. The file needs no network to view; times are UTC and hovering a mark shows its "
+        "offset. Exit 1 when the log had problems (the report lists them).")
+    target.add_node_args(p)
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write")
+    p.add_argument("--buckets", type=int, default=None, metavar="N",
+                   help="most time buckets in the charts (default 240); the bucket width follows the log's span")
+
+
+@progress.shown("path")
+def run(args) -> int:
+    from kraftlog.report import collect, write_report
+    from kraftlog.report.collect import MAX_BUCKETS
+
+    if args.buckets is not None and args.buckets < 10:
+        raise main.UsageError("--buckets must be at least 10")
+    limits = main.limits_of(args)
+    node = target.pick_node(args.path, args.node, limits)
+    model = collect(node, limits=limits, max_buckets=args.buckets or MAX_BUCKETS, redact=not args.no_redact)
+    size = write_report(model, args.output)
+    print(f"kraftlog: wrote {args.output} ({size / 2**20:.1f} MiB): offsets {model.first_offset}..{model.last_offset}, "
+          f"{model.records:,} records from {model.base}", file=sys.stderr)
+    for problem in model.problems:
+        print(f"kraftlog: problem: {problem}", file=sys.stderr)
+    if model.problems.omitted:
+        print(f"kraftlog: ... and {model.problems.omitted} more problems", file=sys.stderr)
+    return 1 if model.problems.total else 0
