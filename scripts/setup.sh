@@ -19,6 +19,15 @@ if ! java_ok; then
     java_ok || { echo "setup: Spark needs Java 17 or newer on PATH; install it (e.g. openjdk-17-jre-headless) and rerun" >&2; exit 1; }
 fi
 
+# Optional: headless Chromium for the report's browser test (skipped without it). Set
+# KRAFTLOG_SKIP_BROWSER=1 to leave it out; a failed install is only a note.
+if [ -z "${KRAFTLOG_SKIP_BROWSER:-}" ] && ! command -v chromium >/dev/null \
+        && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "setup: installing Chromium (for the report's browser test) with apt-get" >&2
+    { apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium fonts-liberation >/dev/null; } \
+        || echo "setup: note: Chromium was not installed; the report's browser test will be skipped" >&2
+fi
+
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test,fast]' 2>&1 | grep -v '^WARNING: Location' || true
