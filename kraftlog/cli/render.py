@@ -13,10 +13,16 @@ def _b64(blob: bytes | None) -> str | None:
     return None if blob is None else base64.b64encode(blob).decode()
 
 
+#: 10000-01-01T00:00:00Z: Python's dates end before it, a corrupt or hostile timestamp need not.
+_YEAR_10000_MS = 253_402_300_800_000
+
+
 def iso_time(ms: int | None) -> str | None:
     """UTC time with milliseconds, or None for the unset timestamps (-1, 0) Kafka writes."""
     if ms is None or ms <= 0:
         return None
+    if ms >= _YEAR_10000_MS:
+        return f"{ms} ms (after year 9999)"
     return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
