@@ -68,13 +68,19 @@ def _features(features: list[dict]) -> str:
     return "{" + ", ".join(f"{f['name']}: {_version_range(f)}" for f in sorted(features, key=lambda f: f["name"])) + "}"
 
 
+_YEAR_1_MS = -62_135_596_800_000
+_YEAR_10000_MS = 253_402_300_800_000
+
+
 def provenance_text(provenance: Provenance) -> str:
     """``offset O, epoch E, time <ISO_ZONED_DATE_TIME in UTC>``."""
     ms = provenance.timestamp
+    head = f"offset {provenance.offset}, epoch {provenance.epoch}, time "
+    if not _YEAR_1_MS <= ms < _YEAR_10000_MS:  # a corrupt timestamp: Python's dates cannot hold it
+        return f"{head}{ms} ms since the epoch"
     moment = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC) + datetime.timedelta(milliseconds=ms)
     fraction = f".{ms % 1000:03d}".rstrip("0").rstrip(".")
-    return (f"offset {provenance.offset}, epoch {provenance.epoch}, "
-            f"time {moment:%Y-%m-%dT%H:%M:%S}{fraction}Z[UTC]")
+    return f"{head}{moment:%Y-%m-%dT%H:%M:%S}{fraction}Z[UTC]"
 
 
 # --- one node per domain -----------------------------------------------------------------------
