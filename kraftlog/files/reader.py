@@ -27,6 +27,11 @@ _LAST_OFFSET_DELTA = struct.Struct(">i")
 _MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD  # 49
 _LEGACY_MIN_LENGTH = {0: 14, 1: 22}  # crc+magic+attrs(+timestamp)+keyLen+valueLen
 _WINDOW = 1 << 20
+#: Bytes of CRC and re-reads that resynchronising may spend per byte of the file before the
+#: candidate, plus one largest batch. Bytes dense with plausible headers claiming long lengths
+#: would otherwise cost time quadratic in their size; past the budget, a candidate is not checked
+#: and so ends up inside the reported corrupt region.
+_RESYNC_COST_PER_BYTE = 32
 
 #: Kafka's KafkaRaftClient.MAX_BATCH_SIZE_BYTES; larger batches are treated as corrupt length fields.
 DEFAULT_MAX_BATCH_BYTES = 8 * 1024 * 1024
@@ -58,6 +63,14 @@ class _Window:
         self.size = size
         self.buf = b""
         self.start = 0
+        self.resync_cost = 0
+
+    def afford(self, pos: int, cost: int, limits: Limits) -> bool:
+        """Spend ``cost`` checking the candidate batch at ``pos``, if within ``_RESYNC_COST_PER_BYTE``."""
+        if self.resync_cost + cost > _RESYNC_COST_PER_BYTE * pos + limits.max_batch_bytes:
+            return False
+        self.resync_cost += cost
+        return True
 
     def get(self, pos: int, n: int) -> tuple[bytes, int]:
         """``buf, i`` with ``buf[i:i+n]`` the file's bytes at ``pos`` (shorter only at end of file)."""
@@ -110,7 +123,8 @@ def _resync(window: _Window, start: int, limits: Limits) -> int:
         while j != -1:
             cand = pos + (j - 16 - i)
             total = _plausible_header(buf, j - 16, limits)
-            if total and cand + total <= size:
+            moves = j - 16 + total > len(buf)  # checking it re-reads the window twice
+            if total and cand + total <= size and window.afford(cand, total + moves * 2 * _WINDOW, limits):
                 data, k = window.get(cand, total)
                 blob = data[k : k + total]
                 if crc_of(blob) == HEADER.unpack_from(blob, 0)[4]:
