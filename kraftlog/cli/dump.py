@@ -19,14 +19,18 @@ from kraftlog.wire.batch import Batch, Record
 
 @dataclass(slots=True)
 class FileSummary:
-    """What the walk of one file found; ``bytes == valid_bytes + skipped_bytes`` always."""
+    """What the walk of one file found; ``bytes == valid_bytes + skipped_bytes`` always, and
+    ``errors == regions + batch_errors + undecodable``."""
 
     bytes: int = 0
     valid_bytes: int = 0
     skipped_bytes: int = 0
+    regions: int = 0  # stretches skipped, each reported with its position and length
     batches: int = 0
-    invalid_batches: int = 0
+    invalid_batches: int = 0  # CRC mismatches (their records are still shown)
+    batch_errors: int = 0  # batches whose records could not all be read (framing, codec)
     records: int = 0
+    undecodable: int = 0  # records whose value did not decode
     errors: int = 0
 
     @property
@@ -118,6 +122,7 @@ def dump_file(lf: LogFile, out: TextIO, opts: DumpOptions, stats: "Stats | None"
     for item in read_log_file(lf.path, opts.limits):
         if isinstance(item, Region):
             s.skipped_bytes += item.length
+            s.regions += 1
             s.errors += 1
             if quiet:
                 continue
@@ -143,6 +148,7 @@ def dump_file(lf: LogFile, out: TextIO, opts: DumpOptions, stats: "Stats | None"
             s.records += 1
             rec = _decode(batch, r, metadata)
             if rec is not None and rec.error:
+                s.undecodable += 1
                 s.errors += 1
             if stats is not None:
                 stats.add_record(rec)
@@ -157,6 +163,7 @@ def dump_file(lf: LogFile, out: TextIO, opts: DumpOptions, stats: "Stats | None"
         if stats is not None:
             stats.add_batch(batch)
         if batch.error:
+            s.batch_errors += 1
             s.errors += 1
             if quiet:
                 continue
@@ -285,8 +292,9 @@ def run(args, out: TextIO | None = None) -> int:
         s = dump_file(lf, out, opts, stats)
         if not s.clean:
             status = 1
-            print(f"kraftlog: {lf.path}: {s.invalid_batches} invalid batches, {s.skipped_bytes} bytes skipped, "
-                  f"{s.errors} errors", file=sys.stderr)
+            print(f"kraftlog: {lf.path}: {s.bytes} bytes = {s.valid_bytes} in {s.batches} batches + "
+                  f"{s.skipped_bytes} skipped in {s.regions} regions; {s.invalid_batches} invalid batches, "
+                  f"{s.batch_errors} batch errors, {s.undecodable} undecodable records", file=sys.stderr)
     if stats is not None:
         out.write((render.dumps(stats.to_json()) if args.format == "jsonl" else stats.text()) + "\n")
     if opts.topic and not opts.topic_ids and len(opts.topic) != 22:
