@@ -44,7 +44,8 @@ class FileScan:
     """Offsets and health of one segment or snapshot, from its batch headers."""
 
     file: LogFile
-    bytes: int = 0
+    bytes: int = 0  # == batch_bytes + skipped_bytes
+    batch_bytes: int = 0
     batches: int = 0
     records: int = 0
     first_offset: int | None = None
@@ -204,6 +205,7 @@ def scan_file(lf: LogFile, limits: Limits = Limits()) -> FileScan:
             s.skipped_bytes += item.length
             continue
         s.batches += 1
+        s.batch_bytes += item.size
         s.records += max(item.records_count, 0)
         s.invalid_batches += not item.is_valid
         if expected is not None and item.base_offset != expected:
