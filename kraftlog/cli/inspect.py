@@ -26,7 +26,8 @@ def add_parser(sub) -> None:
 
 def _scan_json(s: FileScan) -> dict:
     return {
-        "file": s.file.path.name, "bytes": s.bytes, "batches": s.batches, "records": s.records,
+        "file": s.file.path.name, "bytes": s.bytes, "batchBytes": s.batch_bytes, "batches": s.batches,
+        "records": s.records,
         "firstOffset": s.first_offset, "lastOffset": s.last_offset,
         "firstTime": iso_time(s.first_timestamp), "lastTime": iso_time(s.last_timestamp),
         "epochs": list(s.epochs) if s.epochs else None, "invalidBatches": s.invalid_batches,
