@@ -7,6 +7,7 @@ folder itself, or any folder holding several nodes' log dirs.
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -123,15 +124,14 @@ def read_meta_properties(path: Path) -> MetaProperties:
     )
 
 
+#: ``epoch startOffset``: ASCII digits that fit a long (``str.isdigit`` also takes "²", which int() refuses).
+_EPOCH_LINE = re.compile(r"\s*(-?[0-9]{1,19})\s+(-?[0-9]{1,19})\s*")
+
+
 def read_leader_epoch_checkpoint(path: Path) -> list[tuple[int, int]]:
-    """Lines: version, count, then ``epoch startOffset`` pairs."""
+    """Lines: version, count, then ``epoch startOffset`` pairs; other lines are left out."""
     lines = path.read_text(errors="replace").split("\n")
-    pairs = []
-    for line in lines[2:]:
-        parts = line.split()
-        if len(parts) == 2 and all(p.lstrip("-").isdigit() for p in parts):
-            pairs.append((int(parts[0]), int(parts[1])))
-    return pairs
+    return [(int(m[1]), int(m[2])) for line in lines[2:] if (m := _EPOCH_LINE.fullmatch(line))]
 
 
 def _metadata_dirs(root: Path) -> Iterator[Path]:
@@ -179,9 +179,14 @@ def load_node(log_dir: Path, metadata_dir: Path | None) -> NodeDir:
             node.snapshots.append(lf)
         elif p.name == "quorum-state":
             try:
-                node.quorum_state = json.loads(p.read_text())
-            except ValueError as e:
+                state = json.loads(p.read_text())
+            except (ValueError, RecursionError) as e:  # RecursionError: nesting too deep
                 node.problems.append(f"quorum-state is not JSON: {e}")
+            else:
+                if isinstance(state, dict):
+                    node.quorum_state = state
+                else:
+                    node.problems.append(f"quorum-state is JSON but not an object: {type(state).__name__}")
         elif p.name == "leader-epoch-checkpoint":
             node.leader_epochs = read_leader_epoch_checkpoint(p)
         elif p.name == "partition.metadata":
