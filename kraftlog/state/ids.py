@@ -1,6 +1,7 @@
 """Kafka's reserved directory ids and the orders Kafka keeps ids and map keys in."""
 
 import base64
+import re
 
 #: ``DirectoryId.MIGRATING``: the replica's directory was never recorded (pre-JBOD metadata).
 MIGRATING = "AAAAAAAAAAAAAAAAAAAAAA"
@@ -17,12 +18,17 @@ def uuid_order(text: str) -> tuple[int, int]:
     return (int.from_bytes(raw[:8], "big", signed=True), int.from_bytes(raw[8:16], "big", signed=True))
 
 
+#: A map key that sorts as a number: ASCII digits that fit a long (``str.isdigit`` also takes "²",
+#: which int() refuses, and int() refuses more than 4300 digits).
+_INTEGER = re.compile(r"-?[0-9]{1,19}")
+
+
 def key_order(key: object) -> tuple:
     """Numbers before text, numbers by value: map keys such as broker ids sort as 1, 2, 10."""
     if isinstance(key, int):
         return (0, key, "")
     text = str(key)
-    if text.lstrip("-").isdigit():
+    if _INTEGER.fullmatch(text):
         return (0, int(text), "")
     return (1, 0, text)
 
