@@ -50,7 +50,7 @@ def _config(data: dict, out: dict) -> None:
     out["resource_type"], out["resource_name"] = kind, name
     if kind == "TOPIC":
         out["topic_name"] = name
-    elif kind == "BROKER" and name.isdigit():  # "" is the cluster-wide default
+    elif kind == "BROKER" and name.isascii() and name.isdigit() and len(name) <= 10:  # "" = cluster default
         out["broker_id"] = int(name)
 
 
