@@ -220,10 +220,12 @@ def _put_int(data: bytearray, pos: int, width: int, value: int) -> None:
     data[pos : pos + width] = (value & ((1 << 8 * width) - 1)).to_bytes(width, "big")
 
 
-def _fix_crc(data: bytes, span: tuple[int, int]) -> bytes:
-    s, e = span
+def _fix_crcs(data: bytes, spans: list[tuple[int, int]]) -> bytes:
+    """The CRCs of these batches made right again, so the reader decodes what lies behind a mutation."""
     out = bytearray(data)
-    struct.pack_into(">I", out, s + 17, crc_of(bytes(out[s:e])))
+    view = memoryview(data)
+    for s, e in spans:
+        struct.pack_into(">I", out, s + 17, crc_of(view[s:e]))
     return bytes(out)
 
 
@@ -291,7 +293,7 @@ def header_field(data: bytes, rng: random.Random, pool: list[bytes]) -> bytes:
     pos = span[0] + off
     current = int.from_bytes(out[pos : pos + width], "big", signed=True)
     _put_int(out, pos, width, rng.choice((*_INTERESTING, current + rng.randint(-3, 3), -current)))
-    return _fix_crc(bytes(out), span) if rng.random() < 0.5 and off > 17 else bytes(out)
+    return _fix_crcs(bytes(out), [span]) if rng.random() < 0.5 and off > 17 else bytes(out)
 
 
 def _record_fields(data: bytes, span: tuple[int, int]) -> list[int]:
@@ -333,7 +335,7 @@ def hostile_record_varint(data: bytes, rng: random.Random, pool: list[bytes]) ->
     s, e = span
     e += len(new) - (after - at)
     struct.pack_into(">i", out, s + 8, e - s - 12)
-    return _fix_crc(bytes(out), (s, e))
+    return _fix_crcs(bytes(out), [(s, e)])
 
 
 def rewrite_record(data: bytes, rng: random.Random, pool: list[bytes]) -> bytes:
@@ -372,19 +374,39 @@ def rewrite_record(data: bytes, rng: random.Random, pool: list[bytes]) -> bytes:
     return data[:s] + new + data[e:]
 
 
+def _pick(data: bytes, rng: random.Random, fits: Callable[[int], bool], tries: int = 32) -> int:
+    """A position where ``fits`` holds, by sampling (a scan would cost O(n) per mutation), else any."""
+    for _ in range(tries if data else 0):
+        i = rng.randrange(len(data))
+        if fits(i):
+            return i
+    return rng.randrange(len(data) + 1)
+
+
 def hostile_uvarint(data: bytes, rng: random.Random, pool: list[bytes]) -> bytes:
     """Put a huge count, string length or over-long varint where a small one was, or anywhere."""
-    small = [i for i in range(len(data)) if data[i] < 0x20]
-    at = rng.choice(small) if small and rng.random() < 0.8 else rng.randrange(len(data) + 1)
+    at = _pick(data, rng, lambda i: data[i] < 0x20)
     return data[:at] + rng.choice(_HOSTILE_UVARINTS) + data[at + 1 :]
 
 
 def invalid_utf8(data: bytes, rng: random.Random, pool: list[bytes]) -> bytes:
     """Overwrite bytes (inside a string, with luck) with an invalid UTF-8 sequence."""
     bad = rng.choice(_BAD_UTF8)
-    text = [i for i in range(len(data)) if 0x20 < data[i] < 0x7F]
-    at = rng.choice(text) if text and rng.random() < 0.8 else rng.randrange(len(data) + 1)
+    at = _pick(data, rng, lambda i: 0x20 < data[i] < 0x7F)
     return data[:at] + bad + data[at + len(bad) :]
+
+
+#: Strings that are valid UTF-8 yet trip code that treats names as numbers or text as ASCII.
+_ODD_TEXT = ("²", "--5", "-", "1" * 5000, "٣", "\u0000", "\u202e", "𝟙𝟚", "9" * 20, " 1", "\ud7ff", "NaN")
+
+
+def odd_text(data: bytes, rng: random.Random, pool: list[bytes]) -> bytes:
+    """Replace what looks like a compact string (length prefix, then that many printable bytes)."""
+    at = _pick(data, rng, lambda i: 1 < data[i] < 0x80 and i + data[i] <= len(data)
+               and all(0x20 <= c < 0x7F for c in data[i + 1 : i + data[i]]), tries=256)
+    old = data[at] - 1 if at < len(data) and 1 < data[at] < 0x80 else 0
+    text = rng.choice(_ODD_TEXT).encode()
+    return data[:at] + write_uvarint(len(text) + 1) + text + data[at + 1 + old :]
 
 
 def reframe(data: bytes, rng: random.Random, pool: list[bytes]) -> bytes:
@@ -409,7 +431,7 @@ def _append_garbage(data: bytes, rng: random.Random, pool: list[bytes]) -> bytes
 
 
 VALUE_MUTATIONS: tuple[Callable[[bytes, random.Random, list[bytes]], bytes], ...] = (
-    flip_bits, interesting_int, hostile_uvarint, hostile_uvarint, invalid_utf8, reframe, delete_range,
+    flip_bits, interesting_int, hostile_uvarint, hostile_uvarint, invalid_utf8, odd_text, reframe, delete_range,
     insert_bytes, _value_splice, _append_garbage, lambda d, rng, p: d[: rng.randrange(len(d) + 1)],
 )
 FILE_MUTATIONS: tuple[Callable[[bytes, random.Random, list[bytes]], bytes], ...] = (
@@ -443,9 +465,8 @@ def mutate_record_input(data: bytes, rng: random.Random, pool: list[bytes]) -> b
 def mutate_file(data: bytes, rng: random.Random, pool: list[bytes]) -> bytes:
     for _ in range(rng.randint(1, 3)):
         data = rng.choice(FILE_MUTATIONS)(data, rng, pool)
-    if rng.random() < 0.2:  # CRCs made whole again, so the records behind a mutation are read
-        for span in _spans(data):
-            data = _fix_crc(data, span)
+    if rng.random() < 0.2:
+        data = _fix_crcs(data, _spans(data))
     return data
 
 
@@ -457,7 +478,7 @@ def _shape(text: str) -> str:
     return re.sub(r"-?\d+", "N", text)[:100]
 
 
-def reader_target(data: bytes) -> set[str]:
+def reader_target(data: bytes) -> set:
     """Walk the bytes; batches and regions must tile them exactly, with or without record decoding."""
     read = reader.read_log_stream
     limits = _limits()
@@ -470,8 +491,8 @@ def reader_target(data: bytes) -> set[str]:
         tiles.append((pos, size, isinstance(item, Batch)))
         pos += size
         if isinstance(item, Batch):
-            seen.add(f"batch codec={item.compression} control={item.is_control} crc={item.crc_valid} "
-                     f"records={min(len(item.records), 2)} error={_shape(item.error or '')}")
+            seen.add((item.attributes, item.crc_valid, min(len(item.records), 2),
+                      item.error and _shape(item.error)))
         else:
             seen.add(f"region {item.reason} {_shape(item.detail)}")
     if pos != len(data):
@@ -588,20 +609,24 @@ def peak_rss_mb() -> float:
 class Runner:
     """Runs inputs through a target, counting runs, typed errors, crashes and the slowest input."""
 
-    def __init__(self, name: str, target: Callable[[bytes], set[str]], crash_dir: Path, max_len: int) -> None:
+    def __init__(self, name: str, target: Callable[[bytes], set], crash_dir: Path, max_len: int,
+                 alarm: bool) -> None:
         self.name, self.target, self.crash_dir, self.max_len = name, target, crash_dir, max_len
         self.runs = self.typed = 0
         self.crashes: dict[str, dict] = {}
         self.slowest = (0.0, 0)
-        self.seen: set[str] = set()
+        self.seen: set = set()
         self.start = time.monotonic()
-        signal.signal(signal.SIGALRM, _on_alarm)
+        self.alarm = alarm  # off under libFuzzer, whose -timeout owns SIGALRM
+        if alarm:
+            signal.signal(signal.SIGALRM, _on_alarm)
 
     def run(self, data: bytes) -> bool:
         """Run one input; True when it showed behaviour not seen before."""
         data = data[: self.max_len]
         self.runs += 1
-        signal.setitimer(signal.ITIMER_REAL, HANG_SECONDS)
+        if self.alarm:
+            signal.setitimer(signal.ITIMER_REAL, HANG_SECONDS)
         t0 = time.perf_counter()
         try:
             seen = self.target(data)
@@ -612,10 +637,13 @@ class Runner:
             self._finding(data, exc)
             seen = set()
         finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            if self.alarm:
+                signal.setitimer(signal.ITIMER_REAL, 0)
         elapsed = time.perf_counter() - t0
         if elapsed > self.slowest[0]:
             self.slowest = (elapsed, len(data))
+            if elapsed > SLOW_SECONDS / 10:  # kept for a look at what costs time
+                (self.crash_dir / f"{self.name}-slowest.bin").write_bytes(data)
         if elapsed > SLOW_SECONDS:
             self._finding(data, TimeoutError(f"{elapsed:.2f} s for {len(data)} bytes"), "slow input")
         if peak_rss_mb() > RSS_BUDGET_MB:
@@ -695,7 +723,7 @@ def run_atheris(runner: Runner, seeds: list[bytes], mutate, args, report: Callab
         return mutate(data, rng, seeds)[:max_size]
 
     argv = [sys.argv[0], f"-max_len={args.max_len}", f"-seed={args.seed or 1}", "-rss_limit_mb=2048",
-            f"-timeout={int(HANG_SECONDS) + 5}", str(corpus)]
+            f"-timeout={int(HANG_SECONDS)}", f"-artifact_prefix={runner.crash_dir}/", str(corpus)]
     atheris.Setup(argv, one, custom_mutator=custom_mutator)
     atheris.Fuzz()
 
@@ -715,7 +743,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--time-limit", type=float, default=0, help="stop after this many seconds (0: no limit)")
     p.add_argument("--engine", choices=["auto", "atheris", "loop"], default="auto",
                    help="auto: atheris when installed, else the seeded mutation loop")
-    p.add_argument("--crash-dir", type=Path, help="where crashing inputs go (default: a new temp dir)")
+    p.add_argument("--crash-dir", type=Path,
+                   help="where crashing inputs (and the file targets' work file) go (default: a new temp dir)")
     args = p.parse_args(argv)
 
     engine = args.engine
@@ -734,18 +763,17 @@ def main(argv: list[str] | None = None) -> int:
     else:
         _load_kraftlog()
 
-    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_MB << 20, ADDRESS_SPACE_MB << 20))
     crash_dir = args.crash_dir or Path(tempfile.mkdtemp(prefix=f"kraftlog-fuzz-{args.target}-"))
-    if REPO in crash_dir.resolve().parents:
+    if REPO in (crash_dir.resolve(), *crash_dir.resolve().parents):
         p.error("--crash-dir must be outside the repository")
     crash_dir.mkdir(parents=True, exist_ok=True)
     rng = random.Random(args.seed)
     seeds = load_seeds(args.target, args.corpus_dir or list(DEFAULT_CORPUS), args.max_len, rng)
     target = TARGETS[args.target]
     if isinstance(target, type):
-        target = target(Path(tempfile.mkdtemp(prefix=f"kraftlog-fuzz-{args.target}-work-")))
+        target = target(crash_dir / "work")
     mutate = mutate_record_input if args.target == "record" else mutate_file
-    runner = Runner(args.target, target, crash_dir, args.max_len)
+    runner = Runner(args.target, target, crash_dir, args.max_len, alarm=engine == "loop")
 
     def report() -> None:
         print(json.dumps(runner.report(engine, len(seeds))), flush=True)
@@ -758,4 +786,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_MB << 20, ADDRESS_SPACE_MB << 20))
     sys.exit(main())
