@@ -109,6 +109,9 @@ class Topics:
 
     def _topic(self, data: dict) -> None:
         name, topic_id = data["name"], data["topicId"]
+        old = self.by_id.get(topic_id)
+        if old is not None and self.id_by_name.get(old["name"]) == topic_id:
+            del self.id_by_name[old["name"]]  # the id is re-created under a new name: one name per id
         self.by_id[topic_id] = {"name": name, "topicId": topic_id, "partitions": {}}
         self.id_by_name[name] = topic_id
 
