@@ -1,0 +1,109 @@
+"""Which files the job reads, found the way ``kraftlog inspect`` finds them (``find_nodes``).
+
+Discovery runs on the driver over paths it can see (local disks, or a mount the executors share);
+``meta.properties`` names each copy's cluster and node.
+"""
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+from urllib.parse import unquote, urlparse
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
+
+from kraftlog.files.logdir import NodeDir, find_nodes
+
+READABLE = ("segment", "snapshot", "bootstrap")
+
+
+class FileEntry(NamedTuple):
+    file_id: int
+    copy_id: int
+    cluster_id: str
+    node_id: int | None
+    log_dir: str
+    file: str
+    kind: str  # segment | snapshot | bootstrap | skipped
+    name_offset: int | None  # segment base offset, snapshot end offset (from the file name)
+    name_epoch: int | None  # snapshot epoch
+    bytes: int
+    skip_reason: str | None
+
+
+FILES_SCHEMA = StructType([
+    StructField("file_id", IntegerType(), False),
+    StructField("copy_id", IntegerType(), False),
+    StructField("cluster_id", StringType(), False),
+    StructField("node_id", IntegerType(), True),
+    StructField("log_dir", StringType(), False),
+    StructField("file", StringType(), False),
+    StructField("kind", StringType(), False),
+    StructField("name_offset", LongType(), True),
+    StructField("name_epoch", IntegerType(), True),
+    StructField("bytes", LongType(), False),
+    StructField("skip_reason", StringType(), True),
+])
+
+
+@dataclass(frozen=True, slots=True)
+class Copy:
+    """One node's copy of one cluster's metadata log directory."""
+
+    copy_id: int
+    cluster_id: str
+    node_id: int | None
+    log_dir: str
+
+
+@dataclass(slots=True)
+class Inventory:
+    copies: list[Copy] = field(default_factory=list)
+    files: list[FileEntry] = field(default_factory=list)
+    problems: list[tuple[int, str]] = field(default_factory=list)  # (copy_id, message)
+
+    @property
+    def readable(self) -> list[FileEntry]:
+        return [f for f in self.files if f.kind in READABLE]
+
+    def dataframe(self, spark: SparkSession) -> DataFrame:
+        return spark.createDataFrame(self.files, FILES_SCHEMA)
+
+
+def local_path(path: str) -> str:
+    """A local path from what the user typed or Spark reports (``file:/a%20b`` -> ``/a b``)."""
+    if path.startswith("file:"):
+        path = unquote(urlparse(path).path)
+    return str(Path(path).absolute())
+
+
+def cluster_of(node: NodeDir) -> str:
+    """The cluster id; a copy without ``meta.properties`` is a cluster of its own."""
+    return node.cluster_id or f"unknown:{node.log_dir.absolute()}"
+
+
+def discover(inputs: list[str]) -> Inventory:
+    """Every node copy under the inputs (each counted once), its readable and skipped files."""
+    inv = Inventory()
+    seen: set[str] = set()
+    for given in inputs:
+        for node in find_nodes(local_path(given)):
+            log_dir = str(node.log_dir.absolute())
+            if log_dir in seen:
+                continue
+            seen.add(log_dir)
+            copy = Copy(len(inv.copies), cluster_of(node), node.node_id, log_dir)
+            inv.copies.append(copy)
+            inv.problems.extend((copy.copy_id, p) for p in node.problems)
+
+            def add(path: Path, kind: str, offset: int | None, epoch: int | None, why: str | None,
+                    copy: Copy = copy) -> None:
+                size = path.stat().st_size if path.is_file() else 0
+                inv.files.append(FileEntry(len(inv.files), copy.copy_id, copy.cluster_id, copy.node_id,
+                                           copy.log_dir, str(path.absolute()), kind, offset, epoch, size, why))
+
+            for lf in [*([node.bootstrap] if node.bootstrap else []), *node.snapshots, *node.segments]:
+                add(lf.path, lf.kind, lf.offset, lf.epoch, None)
+            for path, why in node.skipped:
+                add(path, "skipped", None, None, why)
+    return inv

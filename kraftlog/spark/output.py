@@ -1,0 +1,78 @@
+"""Where a run writes: a staging folder beside the output, moved into place only when every table
+and the manifest are written, so a crashed run never leaves an output that looks whole.
+
+Paths go through Hadoop's FileSystem, so the output can be local or any store Spark writes to.
+"""
+
+import json
+import os
+from urllib.parse import urlparse
+
+import uuid6
+from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
+
+MANIFEST = "_manifest.json"
+
+
+def new_run_id() -> str:
+    """A UUIDv7: run ids sort by start time."""
+    return str(uuid6.uuid7())
+
+
+class Output:
+    def __init__(self, spark: SparkSession, target: str, run_id: str) -> None:
+        if not urlparse(target).scheme:
+            target = os.path.abspath(target)
+        self.spark, self.run_id = spark, run_id
+        self.written: dict[str, DataFrame] = {}
+        self.counts: dict[str, int] = {}
+        jvm = spark.sparkContext._jvm
+        self._path = jvm.org.apache.hadoop.fs.Path
+        self.target = self._path(target)
+        self.fs = self.target.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+        parent, name = self.target.getParent(), self.target.getName()
+        self.staging = self._path(parent, f".{name}.staging-{run_id}")
+        self._previous = self._path(parent, f".{name}.previous-{run_id}")
+
+    def path(self, table: str) -> str:
+        return str(self._path(self.staging, table))
+
+    def write(self, table: str, df: DataFrame, by_cluster: bool = True) -> DataFrame:
+        """Write ``table`` (with the run id) into staging; returns it read back from there."""
+        rows = Observation(table)  # counted while written, not by another pass
+        df = df.withColumn("run_id", F.lit(self.run_id)).observe(rows, F.count(F.lit(1)).alias("rows"))
+        writer = df.write.mode("overwrite")
+        if by_cluster:
+            writer = writer.partitionBy("cluster_id")
+        writer.parquet(self.path(table))
+        self.counts[table] = rows.get["rows"]
+        # read back with the schema: an empty table has no file to infer it from
+        self.written[table] = self.spark.read.schema(df.schema).parquet(self.path(table))
+        return self.written[table]
+
+    def write_manifest(self, manifest: dict) -> None:
+        stream = self.fs.create(self._path(self.staging, MANIFEST), True)
+        try:
+            stream.write(bytearray(json.dumps(manifest, indent=2, default=str).encode()))
+        finally:
+            stream.close()
+
+    def drop(self, table: str) -> None:
+        self.written.pop(table, None)
+        self.counts.pop(table, None)
+        self.fs.delete(self._path(self.staging, table), True)
+
+    def publish(self) -> str:
+        """Move staging into place; an existing output is replaced only after that succeeds."""
+        if self.fs.exists(self.target) and not self.fs.rename(self.target, self._previous):
+            raise OSError(f"cannot move the previous output {self.target} aside")
+        if not self.fs.rename(self.staging, self.target):
+            if self.fs.exists(self._previous):
+                self.fs.rename(self._previous, self.target)
+            raise OSError(f"cannot move {self.staging} to {self.target}")
+        self.fs.delete(self._previous, True)
+        return str(self.target)
+
+    def abandon(self) -> None:
+        self.fs.delete(self.staging, True)

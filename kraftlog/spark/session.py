@@ -1,0 +1,65 @@
+"""The Spark session the job, the benchmark and the tests use.
+
+Started from plain Python, it is a ``local[*]`` session bound to loopback (no UI) whose workers run
+this interpreter, so they import the same kraftlog. Started by ``spark-submit``, the submitter's
+master and network settings win; only the tuning below is added where the user set nothing.
+"""
+
+import os
+import sys
+import warnings
+
+from pyspark.sql import SparkSession
+
+#: Only for sessions we start ourselves: a laptop or CI box must not listen on other interfaces.
+LOOPBACK = {
+    "spark.ui.enabled": "false",
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.ui.showConsoleProgress": "false",
+}
+
+#: SQL settings (the only kind a running session takes). One row of the decode stage is a whole
+#: segment file, so Arrow batches are bounded in bytes; the folds want large batches of small rows;
+#: files are listed on the driver (one Spark job per listing would cost more than it saves).
+TUNING = {
+    "spark.sql.sources.parallelPartitionDiscovery.threshold": "1000000",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.shuffle.partitions": "8",
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "65536",
+    "spark.sql.execution.arrow.maxBytesPerBatch": str(64 << 20),
+    "spark.sql.files.maxPartitionBytes": str(64 << 20),
+    "spark.sql.parquet.compression.codec": "zstd",
+}
+
+
+def submitted() -> bool:
+    """True when spark-submit (or pyspark) started this interpreter and owns the JVM."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def session(master: str | None = None, app_name: str = "kraftlog", extra: dict[str, str] | None = None) -> SparkSession:
+    """The active session, or a new one: ``master`` (default ``local[*]``) unless spark-submit chose it."""
+    # pyspark checks the pandas version even for Arrow-only functions; kraftlog does not use pandas
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    builder = SparkSession.builder.appName(app_name)
+    if submitted():
+        if master:
+            builder = builder.master(master)
+        spark = builder.getOrCreate()
+        given = spark.sparkContext.getConf()
+        for key, value in {**TUNING, **(extra or {})}.items():
+            if not given.contains(key):
+                spark.conf.set(key, value)
+        return spark
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = builder.master(master or "local[*]")
+    for key, value in {**LOOPBACK, **TUNING, **(extra or {})}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
