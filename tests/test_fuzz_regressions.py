@@ -137,6 +137,57 @@ def test_any_names_replay_and_render(topic, resource, user, resource_type, quota
     _render_all(image)
 
 
+# --- review: a topic id re-created under a new name, then removed ------------------------------------
+
+
+def test_a_renamed_then_removed_topic_leaves_no_dangling_name():
+    """KeyError in to_json, the tree, the metadata view and diff: the old name still pointed at the id."""
+    image = _image(encode_metadata("TOPIC_RECORD", 0, {"name": "a", "topicId": TOPIC_ID}),
+                   encode_metadata("TOPIC_RECORD", 0, {"name": "b", "topicId": TOPIC_ID}))
+    assert list(image.to_json()["topics"]) == ["b"]
+    image.apply(decode_metadata(encode_metadata("REMOVE_TOPIC_RECORD", 0, {"topicId": TOPIC_ID})), 2)
+    assert image.problems == [] and image.to_json()["topics"] == {}
+    _render_all(image)
+
+
+_IDS = st.sampled_from([TOPIC_ID, "AAAAAAAAAAAAAAAAAAAAAQ"])
+_NAMES = st.sampled_from(["a", "b", ""])
+_NODES = st.integers(-1, 2)
+_LISTS = st.none() | st.lists(_NODES, max_size=3)
+_RECORDS = st.one_of(
+    st.builds(lambda n, t: ("TOPIC_RECORD", 0, {"name": n, "topicId": t}), _NAMES, _IDS),
+    st.builds(lambda v, p, t, r, i, elr: ("PARTITION_RECORD", v, {
+        "partitionId": p, "topicId": t, "replicas": r, "isr": i, "leader": r[0] if r else -1,
+        **({"eligibleLeaderReplicas": elr} if v == 2 else {})}),
+        st.integers(0, 2), st.integers(0, 1), _IDS, st.lists(_NODES, max_size=3), st.lists(_NODES, max_size=3),
+        _LISTS),
+    st.builds(lambda p, t, i, r, leader, dirs: ("PARTITION_CHANGE_RECORD", 1, {
+        "partitionId": p, "topicId": t, "isr": i, "replicas": r, "leader": leader,
+        "directories": [TOPIC_ID] * len(r or []) if dirs else None}),
+        st.integers(0, 1), _IDS, _LISTS, _LISTS, st.integers(-2, 2), st.booleans()),
+    st.builds(lambda t: ("REMOVE_TOPIC_RECORD", 0, {"topicId": t}), _IDS),
+    st.builds(lambda n: ("CLEAR_ELR_RECORD", 0, {"topicName": n}), _NAMES),
+    st.builds(lambda b, e: ("REGISTER_BROKER_RECORD", 3, {"brokerId": b, "brokerEpoch": e, "fenced": False,
+                                                         "endPoints": [{"name": "L", "host": "h", "port": 1}]}),
+              _NODES, st.integers(0, 1)),
+    st.builds(lambda b, e, f: ("BROKER_REGISTRATION_CHANGE_RECORD", 2, {"brokerId": b, "brokerEpoch": e,
+                                                                        "fenced": f, "logDirs": [TOPIC_ID]}),
+              _NODES, st.integers(0, 1), st.integers(-1, 1)),
+    st.builds(lambda b: ("UNREGISTER_BROKER_RECORD", 0, {"brokerId": b}), _NODES),
+    st.sampled_from([("BEGIN_TRANSACTION_RECORD", 0, {"name": "t"}), ("END_TRANSACTION_RECORD", 0, {}),
+                     ("ABORT_TRANSACTION_RECORD", 0, {})]),
+)
+
+
+@SETTINGS
+@given(st.lists(_RECORDS, max_size=16))
+def test_any_sequence_of_topic_broker_and_transaction_records_replays_and_renders(records):
+    image = _image(*(encode_metadata(*r) for r in records))
+    _render_all(image)
+    ids = [topic["topicId"] for topic in image.to_json()["topics"].values()]
+    assert len(ids) == len(set(ids)) and set(ids) <= set(image.topics.by_id)  # one name per id, none dangling
+
+
 # --- review: hostile text files beside the segments ---------------------------------------------------
 
 
