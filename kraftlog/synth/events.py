@@ -25,7 +25,7 @@ TOPIC, BROKER, CLIENT_METRICS, GROUP = 2, 4, 16, 32
 #: (kind, weight, lowest metadata.version)
 KINDS = (
     ("isr_storm", 3, 0), ("preferred_election", 2, 0), ("broker_restart", 2, 0), ("broker_crash", 1, 0),
-    ("controller_failover", 1, 0), ("reassignment", 2, 0), ("topic_create", 2, 0), ("topic_delete", 1, 0),
+    ("broker_unregister", 1, 0), ("controller_failover", 1, 0), ("reassignment", 2, 0), ("topic_create", 2, 0), ("topic_delete", 1, 0),
     ("topic_recreate", 1, 0), ("partitions_add", 1, 0), ("config", 4, 0), ("acl", 2, 0), ("quota", 2, 0),
     ("producer_ids", 2, 0), ("scram", 1, versions.SCRAM), ("token", 1, versions.DELEGATION_TOKENS),
     ("transaction", 1, versions.TRANSACTIONS), ("aborted_transaction", 1, versions.TRANSACTIONS),
@@ -63,6 +63,7 @@ class Scenarios:
         self.dead: set[int] = set()
         self.reassigning: set[tuple[str, int]] = set()
         self.deck: list[str] = []
+        self.turns: dict[str, int] = {}
         self.log_dirs = sim.node_dirs
         racks = self.spec.brokers >= 3 and self.rng.random() < 0.5
         self.racks = {b: f"rack-{'abc'[b % 3]}" if racks else None for b in self.spec.broker_ids}
@@ -71,6 +72,13 @@ class Scenarios:
 
     def at(self, t: int, fn: Callable[[int], object]) -> None:
         self.sim.schedule(t, fn)
+
+    def turn(self, kind: str, cycle: int) -> int:
+        """Which step of its cycle of variants a kind is at (add, add, remove, ...): removals come
+        as surely as additions do."""
+        n = self.turns.get(kind, 0)
+        self.turns[kind] = n + 1
+        return n % cycle
 
     def delay(self, low_s: float, high_s: float) -> int:
         return self.rng.randrange(int(low_s * SECOND), int(high_s * SECOND) + 1)
@@ -123,7 +131,10 @@ class Scenarios:
         return "config"
 
     def random_event(self, t: int) -> None:
-        getattr(self, self.next_kind())(t)
+        """The next scenario; one that found nothing to act on goes back under the deck."""
+        kind = self.next_kind()
+        if getattr(self, kind)(t) is False and self.deck:
+            self.deck.insert(0, kind)
 
     # --- brokers ------------------------------------------------------------------------------
 
@@ -184,17 +195,20 @@ class Scenarios:
             self.ctl.fence(t, b)
             self._recover_unclean(t)
 
-    def broker_crash(self, t: int) -> bool:
-        """The process dies: the controller fences it when its session times out; sometimes an
-        operator unregisters it while it is down; it comes back later."""
+    def broker_crash(self, t: int, unregister: bool = False) -> bool:
+        """The process dies: the controller fences it when its session times out; it comes back later."""
         candidates = self.up_brokers()
         if not candidates or not self.can_stop_one():
             return False
-        b = self.rng.choice(candidates)
-        self.crash(t, b)
+        self.crash(t, self.rng.choice(candidates), unregister=unregister)
         return True
 
-    def crash(self, t: int, b: int, restart: bool = True) -> None:
+    def broker_unregister(self, t: int) -> bool:
+        """As a crash, but an operator unregisters the broker while it is down (``kafka-cluster
+        unregister``); it registers afresh when it returns."""
+        return self.broker_crash(t, unregister=True)
+
+    def crash(self, t: int, b: int, restart: bool = True, unregister: bool = False) -> None:
         """The broker process dies; with ``restart`` it comes back after a while."""
         registration = self.ctl.image.brokers.get(b)
         if registration is None:
@@ -203,7 +217,7 @@ class Scenarios:
         self.down.add(b)
         t += SESSION_TIMEOUT_MS + self.delay(0, 1)
         self.at(t, lambda t, epoch=registration.epoch: self._stopped(t, b, epoch))
-        if restart and self.rng.random() < 0.25:
+        if unregister:
             t += self.delay(5, 30)
             self.at(t, lambda t: self._unregister(t, b))
         if restart:
@@ -227,8 +241,8 @@ class Scenarios:
     def isr_storm(self, t: int) -> bool:
         """A slow broker falls out of its ISRs and back, a few times; each leader reports its
         partitions in one AlterPartition, so one batch per leader."""
-        candidates = [b for b in self.up_brokers() if any(b in p.isr and p.leader != b
-                                                           for _, p in self.ctl.partitions())]
+        followers = {r for _, p in self.ctl.partitions() for r in p.isr if r != p.leader}
+        candidates = [b for b in self.up_brokers() if b in followers]
         if not candidates or not self.can_stop_one():
             return False
         b = self.rng.choice(candidates)
@@ -258,16 +272,13 @@ class Scenarios:
         if last:
             self.busy.discard(b)
 
-    def preferred_election(self, t: int) -> bool:
+    def preferred_election(self, t: int) -> None:
         """``auto.leader.rebalance``: leadership back to each partition's first replica."""
-        moved = False
         for topic, p in self.ctl.partitions():
             preferred = p.replicas[0]
             if p.leader not in (preferred, NO_LEADER) and preferred in p.isr and self.ctl.usable(preferred):
                 self.ctl.change(topic, p, {"leader": preferred})
-                moved = True
         self.ctl.flush(t)
-        return moved
 
     # --- the quorum -----------------------------------------------------------------------------
 
@@ -347,6 +358,10 @@ class Scenarios:
         return topic, configs, [self.ctl.new_partition(pid, r) for pid, r in enumerate(placement)]
 
     def topic_create(self, t: int, name: str | None = None) -> bool:
+        """A new topic; once the cluster holds half again its starting topics, old ones make way
+        (``--topics`` stays the cluster's size over a long run)."""
+        if name is None and len(self.ctl.image.topics) >= self.spec.topics * 3 // 2 + 2:
+            return self.topic_delete(t)
         made = self._new_topic(name)
         if made is None:
             return False
@@ -484,7 +499,7 @@ class Scenarios:
         """An incremental alter-configs call: set a key, or delete one (a null value)."""
         image = self.ctl.image
         existing = [(r, k) for r, values in sorted(image.configs.items()) for k in sorted(values)]
-        if existing and self.rng.random() < 0.3:
+        if self.turn("config", 4) == 3 and existing:
             resource, key = self.rng.choice(existing)
             self.ctl.set_config(resource, key, None)
         else:
@@ -517,7 +532,7 @@ class Scenarios:
 
     def acl(self, t: int) -> bool:
         acls = self.ctl.image.acls
-        if acls and self.rng.random() < 0.3:
+        if self.turn("acl", 3) == 2 and acls:
             self.ctl.remove_acl(self.rng.choice(sorted(acls)))
         else:
             for _ in range(self.rng.randrange(1, 4)):
@@ -542,7 +557,7 @@ class Scenarios:
     def scram(self, t: int) -> bool:
         """alter-user-scram-credentials: upsert (a fresh salt each time) or delete."""
         existing = sorted(self.ctl.image.scram)
-        if existing and self.rng.random() < 0.3:
+        if self.turn("scram", 3) == 2 and existing:
             mechanism, user = self.rng.choice(existing)
             self.ctl.remove_scram(user, mechanism)
         else:
@@ -556,7 +571,7 @@ class Scenarios:
 
     def quota(self, t: int) -> bool:
         quotas = self.ctl.image.quotas
-        if quotas and self.rng.random() < 0.3:
+        if self.turn("quota", 3) == 2 and quotas:
             entity = self.rng.choice(sorted(quotas, key=repr))
             self.ctl.set_quota(entity, self.rng.choice(sorted(quotas[entity])), None)
         else:
@@ -576,9 +591,10 @@ class Scenarios:
     def token(self, t: int) -> bool:
         """create-delegation-token, renew, or expire (the controller then removes it)."""
         tokens = self.ctl.image.tokens
-        if tokens and self.rng.random() < 0.5:
+        step = self.turn("token", 3)
+        if tokens and step:
             token_id = self.rng.choice(sorted(tokens))
-            if self.rng.random() < 0.5:
+            if step == 1:
                 old = tokens[token_id]
                 self.ctl.set_token({**old, "expirationTimestamp": min(old["maxTimestamp"], t + 86_400_000)})
             else:

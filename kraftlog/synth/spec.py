@@ -72,6 +72,9 @@ class ClusterSpec:
             raise ValueError(f"--nodes must be 1..{len(self.node_ids)} (the cluster's nodes)")
         if not 1 <= self.replication_factor <= self.brokers:
             raise ValueError("--replication-factor must be 1..--brokers")
+        if min(self.metadata_versions) < versions.CONTROLLED_SHUTDOWN <= versions.ZOOKEEPER_GONE <= max(
+                self.metadata_versions):
+            raise ValueError("4.x runs metadata.version 3.3-IV3 or later only: start a path to 4.x at 3.3-IV3")
         if self.kraft_version and self.metadata_versions[0] < versions.KRAFT_VERSION_1:
             raise ValueError("kraft.version 1 needs metadata.version 3.9-IV0 or later at format time")
         if self.diverge and (self.controllers < 3 or not any(v in self.controller_ids for v in self.written_nodes[1:])):

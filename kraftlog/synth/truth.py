@@ -17,10 +17,17 @@ if TYPE_CHECKING:
     from kraftlog.synth.image import Broker, Partition, Topic
 
 SECTIONS = ("epochs", "features", "topics", "brokers", "transactions", "snapshots", "uncommitted", "partitions")
+#: A partition interval is a JSON array in this column order: there can be millions of them.
+PARTITION_COLUMNS = ("topicId", "partition", "from", "to", "leader", "leaderEpoch", "partitionEpoch", "isr",
+                     "replicas", "addingReplicas", "removingReplicas", "leaderRecoveryState")
 
 
 def _line(item: dict) -> str:
     return json.dumps(item, separators=(",", ":"))
+
+
+def _ints(values: list[int]) -> str:
+    return "[" + ",".join(map(str, values)) + "]"
 
 
 class Truth:
@@ -28,7 +35,7 @@ class Truth:
         self._dir = spool_dir
         spool_dir.mkdir(parents=True, exist_ok=True)
         self._spools = {name: open(spool_dir / f"{name}.jsonl", "w") for name in SECTIONS}  # noqa: SIM115
-        self._partitions: dict[tuple[str, int], tuple[int, dict]] = {}
+        self._partitions: dict[tuple[str, int], tuple[int, str]] = {}
         self._topics: dict[str, tuple[int, str]] = {}
         self._brokers: dict[int, tuple[int, dict]] = {}
 
@@ -43,16 +50,11 @@ class Truth:
     def partition(self, topic: Topic, p: Partition, offset: int) -> None:
         key = (topic.id, p.id)
         self._close(self._partitions, key, offset, self._partition_line)
-        self._partitions[key] = (offset, {
-            "topic": topic.name, "leader": p.leader, "leaderEpoch": p.leader_epoch,
-            "partitionEpoch": p.partition_epoch, "isr": list(p.isr), "replicas": list(p.replicas),
-            "addingReplicas": list(p.adding), "removingReplicas": list(p.removing),
-            "leaderRecoveryState": p.recovery})
+        self._partitions[key] = (offset, f"{p.leader},{p.leader_epoch},{p.partition_epoch},{_ints(p.isr)},"
+                                         f"{_ints(p.replicas)},{_ints(p.adding)},{_ints(p.removing)},{p.recovery}")
 
-    def _partition_line(self, key: tuple[str, int], start: int, end: int | None, state: dict) -> None:
-        topic_id, pid = key
-        self._emit("partitions", {"topic": state["topic"], "topicId": topic_id, "partition": pid, "from": start,
-                                  "to": end, **{k: v for k, v in state.items() if k != "topic"}})
+    def _partition_line(self, key: tuple[str, int], start: int, end: int | None, state: str) -> None:
+        self._spools["partitions"].write(f'["{key[0]}",{key[1]},{start},{"null" if end is None else end},{state}]\n')
 
     def topic_created(self, topic: Topic, offset: int) -> None:
         self._topics[topic.id] = (offset, topic.name)
@@ -103,7 +105,8 @@ class Truth:
         for f in self._spools.values():
             f.close()
         with open(path, "w") as out:
-            out.write('{\n"cluster": ' + json.dumps(cluster) + ',\n"final": ' + json.dumps(final))
+            out.write('{\n"cluster": ' + json.dumps(cluster) + ',\n"final": ' + json.dumps(final)
+                      + ',\n"partitionColumns": ' + json.dumps(PARTITION_COLUMNS))
             for name in SECTIONS:
                 out.write(f',\n"{name}": [')
                 with open(self._dir / f"{name}.jsonl") as f:
