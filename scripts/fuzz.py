@@ -1,4 +1,9 @@
-"""Fuzz the batch reader, the record decoders and replay with hostile input (issue 7).
+"""Fuzz the batch reader, the record decoders, replay and the dump/inspect commands (issue 7).
+
+Targets: ``reader`` walks the bytes and checks that batches and regions tile them exactly;
+``record`` decodes a metadata or control value and re-encodes what decoded; ``replay`` replays a
+file's entries into a ClusterImage and renders it; ``cli`` runs dump and inspect on the file and
+checks that the jsonl batch sizes plus error lengths add up to its size.
 
 Operators open these files when something is already wrong, so any exception other than a
 ``KraftlogError`` is a crash, as is an input of at most 64 KiB that takes over a second or a
@@ -43,6 +48,7 @@ ADDRESS_SPACE_MB = 1024  # a blow-up past this is a MemoryError finding, not the
 POOL_BYTES = 64 << 20  # the mutation loop's pool of inputs showing new behaviour
 SEED_CHUNK = 4096  # besides each file's head, seeds are SEED_SLICES runs of whole batches this big
 SEED_SLICES = 8
+
 
 def _load_kraftlog() -> None:
     """Import kraftlog late, so that atheris can instrument it for coverage when it drives."""
@@ -179,6 +185,7 @@ def _split_record(data: bytes) -> tuple[bool, bytes, bytes | None]:
 
 
 def load_seeds(target: str, dirs: list[Path], max_len: int, rng: random.Random) -> list[bytes]:
+    """File seeds (corpus and generated), or for ``record`` the distinct values found in them."""
     files: list[bytes] = []
     for p in corpus_files(dirs):
         with open(p, "rb") as f:
@@ -211,7 +218,7 @@ _HOSTILE_VARINTS = (b"\x03", b"\x07", b"\xff\xff\xff\xff\x0f", b"\xfe\xff\xff\xf
 _HOSTILE_UVARINTS = (b"\x00", b"\xff\xff\xff\xff\x0f", b"\x81\x80\x80\x80\x08", b"\x80\x80\x80\x80\x10",
                      b"\xff\xff\xff\xff\xff\x01", b"\x82\x80\x02", b"\x80\x80\x04", b"\xff\x7f", b"\x80\x00")
 _BAD_UTF8 = (b"\xc3\x28", b"\xed\xa0\x80", b"\xc0\x80", b"\xff\xfe", b"\xf4\x90\x80\x80", b"\xe2\x82", b"\x80")
-#: (offset, width) of BatchHeader fields a mutation may set: every field after baseOffset.
+#: (offset, width) of every BatchHeader field, for mutations that set one.
 _HEADER_FIELDS = ((0, 8), (8, 4), (12, 4), (16, 1), (17, 4), (21, 2), (23, 4), (27, 8), (35, 8), (43, 8),
                   (51, 2), (53, 4), (57, 4))
 
@@ -430,11 +437,16 @@ def _append_garbage(data: bytes, rng: random.Random, pool: list[bytes]) -> bytes
     return data + rng.choice((b"\x00", b"\x01\x00", rng.randbytes(rng.randint(1, 8))))
 
 
-VALUE_MUTATIONS: tuple[Callable[[bytes, random.Random, list[bytes]], bytes], ...] = (
+def _cut_value(data: bytes, rng: random.Random, pool: list[bytes]) -> bytes:
+    return data[: rng.randrange(len(data) + 1)]
+
+
+Mutation = Callable[[bytes, random.Random, list[bytes]], bytes]
+VALUE_MUTATIONS: tuple[Mutation, ...] = (
     flip_bits, interesting_int, hostile_uvarint, hostile_uvarint, invalid_utf8, odd_text, reframe, delete_range,
-    insert_bytes, _value_splice, _append_garbage, lambda d, rng, p: d[: rng.randrange(len(d) + 1)],
+    insert_bytes, _value_splice, _append_garbage, _cut_value,
 )
-FILE_MUTATIONS: tuple[Callable[[bytes, random.Random, list[bytes]], bytes], ...] = (
+FILE_MUTATIONS: tuple[Mutation, ...] = (
     flip_bits, interesting_int, header_field, header_field, truncate, splice, splice, rewrite_record,
     rewrite_record, rewrite_record, hostile_record_varint, hostile_record_varint, insert_bytes, delete_range,
 )
@@ -694,15 +706,14 @@ def run_loop(runner: Runner, seeds: list[bytes], mutate, args) -> None:
     while runner.runs < args.runs and (deadline is None or time.monotonic() < deadline):
         data = mutate(rng.choice(pool), rng, pool)[: args.max_len]
         if runner.run(data) and data:
-            if pool_bytes + len(data) > POOL_BYTES:
-                i = rng.randrange(len(seeds), len(pool)) if len(pool) > len(seeds) else None
-                if i is None:
-                    continue
+            while pool_bytes + len(data) > POOL_BYTES and len(pool) > len(seeds):  # evict a kept input
+                i = rng.randrange(len(seeds), len(pool))
                 pool_bytes -= len(pool[i])
                 pool[i] = pool[-1]
                 pool.pop()
-            pool.append(data)
-            pool_bytes += len(data)
+            if pool_bytes + len(data) <= POOL_BYTES:
+                pool.append(data)
+                pool_bytes += len(data)
 
 
 def run_atheris(runner: Runner, seeds: list[bytes], mutate, args, report: Callable[[], None]) -> None:
