@@ -33,14 +33,14 @@ def _spec(name: str, mv: str, minutes: int, **kw) -> ClusterSpec:
 
 #: fixture folder -> its clusters (one: the folder is the cluster; several: a fleet).
 FIXTURES = {
-    "single-node": [_spec("single-node", "4.0", 60, events_per_hour=120)],
+    "single-node": [_spec("single-node", "4.0", 60, events_per_hour=150)],
     "three-nodes": [_spec("three-nodes", "3.9", 20, controllers=3, nodes=3, diverge=True, events_per_hour=150,
                           segment_bytes=64 << 10, snapshot_bytes=48 << 10)],
     "fleet": [
-        _spec("cluster-3.3", "3.3-IV1", 20, events_per_hour=120, segment_bytes=64 << 10),
-        _spec("cluster-3.7", "3.7", 20, events_per_hour=120, segment_bytes=64 << 10),
+        _spec("cluster-3.3", "3.3-IV1", 20, events_per_hour=120, segment_bytes=64 << 10, snapshot_bytes=56 << 10),
+        _spec("cluster-3.7", "3.7", 20, events_per_hour=120, segment_bytes=64 << 10, snapshot_bytes=56 << 10),
         _spec("cluster-4.1", "4.1", 20, controllers=3, kraft_version=1, events_per_hour=120,
-              segment_bytes=64 << 10),
+              segment_bytes=64 << 10, snapshot_bytes=56 << 10),
     ],
 }
 

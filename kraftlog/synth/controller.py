@@ -43,7 +43,8 @@ class ActiveController:
     changes wait for the EndTransactionRecord, as a broker's image does."""
 
     def __init__(self, image: Image, log: LogWriter, truth: Truth, rng: random.Random, voters: list[int],
-                 kraft_version: int, max_records: int, voter_dirs: dict[int, str], format_level: int) -> None:
+                 kraft_version: int, max_records: int, voter_dirs: dict[int, str], format_level: int,
+                 software: int) -> None:
         self.image = image
         self.log = log
         self.truth = truth
@@ -52,8 +53,8 @@ class ActiveController:
         self.kraft_version = kraft_version
         self.max_records = max_records
         self.voter_dirs = voter_dirs
-        self.format_level = format_level
-        self.software = format_level  # the latest level of the release nodes run; the simulation moves it
+        self.format_level = format_level  # the cluster was formatted at this metadata.version
+        self.software = software  # the latest level of the release every node runs
         self.epoch = 0
         self.leader = -1
         self.pending: list[MetadataRec] = []

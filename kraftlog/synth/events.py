@@ -22,14 +22,14 @@ SECOND = 1000
 SESSION_TIMEOUT_MS = 9 * SECOND  # broker.session.timeout.ms
 TOPIC, BROKER, CLIENT_METRICS, GROUP = 2, 4, 16, 32
 
-#: (kind, weight, lowest metadata.version)
-KINDS = (
-    ("isr_storm", 3, 0), ("preferred_election", 2, 0), ("broker_restart", 2, 0), ("broker_crash", 1, 0),
-    ("broker_unregister", 1, 0), ("controller_failover", 1, 0), ("reassignment", 2, 0), ("topic_create", 2, 0), ("topic_delete", 1, 0),
-    ("topic_recreate", 1, 0), ("partitions_add", 1, 0), ("config", 4, 0), ("acl", 2, 0), ("quota", 2, 0),
-    ("producer_ids", 2, 0), ("scram", 1, versions.SCRAM), ("token", 1, versions.DELEGATION_TOKENS),
-    ("transaction", 1, versions.TRANSACTIONS), ("aborted_transaction", 1, versions.TRANSACTIONS),
-)
+#: kind -> (copies in the deck, lowest metadata.version that has it)
+KINDS = {
+    "isr_storm": (3, 0), "preferred_election": (2, 0), "broker_restart": (2, 0), "broker_crash": (1, 0),
+    "broker_unregister": (1, 0), "unclean_election": (1, 0), "controller_failover": (1, 0), "reassignment": (2, 0), "topic_create": (2, 0),
+    "topic_delete": (1, 0), "topic_recreate": (1, 0), "partitions_add": (1, 0), "config": (4, 0), "acl": (2, 0),
+    "quota": (2, 0), "producer_ids": (2, 0), "scram": (1, versions.SCRAM), "token": (1, versions.DELEGATION_TOKENS),
+    "transaction": (1, versions.TRANSACTIONS), "aborted_transaction": (1, versions.TRANSACTIONS),
+}
 TOPIC_CONFIGS = {
     "retention.ms": ("3600000", "86400000", "604800000"), "cleanup.policy": ("compact", "delete", "compact,delete"),
     "min.insync.replicas": ("1", "2"), "segment.bytes": ("104857600", "536870912"),
@@ -94,7 +94,9 @@ class Scenarios:
 
     def can_stop_one(self) -> bool:
         """Keep most brokers up: at most a third of them in a restart or slow spell at once."""
-        return len(self.busy) < max(1, self.spec.brokers // 3) and len(self.up_brokers()) > 1 or self.spec.brokers == 1
+        if self.spec.brokers == 1:
+            return True
+        return len(self.busy) < max(1, self.spec.brokers // 3) and len(self.up_brokers()) > 1
 
     def live_voters(self) -> list[int]:
         return [v for v in self.spec.controller_ids if v not in self.down and v not in self.dead]
@@ -121,14 +123,13 @@ class Scenarios:
 
     def next_kind(self) -> str:
         """The next scenario kind this metadata.version allows, dealt from the deck."""
-        for _ in range(2 * len(KINDS) + 2):
+        while True:
             if not self.deck:
-                self.deck = [kind for kind, weight, _ in KINDS for _ in range(weight)]
+                self.deck = [kind for kind, (copies, _) in KINDS.items() for _ in range(copies)]
                 self.rng.shuffle(self.deck)
             kind = self.deck.pop()
-            if self.mv >= next(low for k, _, low in KINDS if k == kind):
+            if self.mv >= KINDS[kind][1]:
                 return kind
-        return "config"
 
     def random_event(self, t: int) -> None:
         """The next scenario; one that found nothing to act on goes back under the deck."""
@@ -228,15 +229,42 @@ class Scenarios:
         if b in self.down and registration is not None and registration.fenced:
             self.ctl.unregister(t, b)
 
+    def unclean_election(self, t: int) -> bool:
+        """A leader's followers fall behind until its ISR is itself alone, then it crashes; its
+        topic allows unclean elections, so an out-of-sync replica takes over (RECOVERING)."""
+        if not self.can_stop_one():
+            return False
+        up = set(self.up_brokers())
+        chosen = next(((topic, p) for topic, p in self.ctl.partitions()
+                       if p.leader in up and len(p.replicas) > 1 and set(p.replicas) <= up), None)
+        if chosen is None:
+            return False
+        topic, p = chosen
+        if not self.ctl.unclean_allowed(topic):
+            self.ctl.set_config((TOPIC, topic.name), "unclean.leader.election.enable", "true")
+        if p.isr != [p.leader]:
+            self.ctl.change(topic, p, {"isr": [p.leader]})
+        self.ctl.flush(t)
+        self.crash(t + self.delay(1, 10), p.leader)
+        return True
+
     def _recover_unclean(self, t: int) -> None:
-        """A leader chosen uncleanly finishes recovery and says so (LeaderRecoveryState back to 0)."""
+        """A leader chosen uncleanly finishes recovery and says so (LeaderRecoveryState back to 0);
+        the other replicas then catch up with it and rejoin the ISR."""
         def recover(t: int) -> None:
             for topic, p in self.ctl.partitions():
                 if p.recovery and p.leader != NO_LEADER and self.ctl.usable(p.leader):
                     self.ctl.change(topic, p, {"leaderRecoveryState": 0})
+                    self.at(t + self.delay(5, 30), lambda t, topic=topic, p=p: self._catch_up(t, topic, p))
             self.ctl.flush(t)
         if any(p.recovery for _, p in self.ctl.partitions()):
             self.at(t + self.delay(2, 10), recover)
+
+    def _catch_up(self, t: int, topic: Topic, p) -> None:
+        isr = [*p.isr, *(r for r in p.replicas if r not in p.isr and self.ctl.usable(r))]
+        if self._alive(topic, p) and p.leader != NO_LEADER and isr != p.isr:
+            self.ctl.change(topic, p, {"isr": isr})
+            self.ctl.flush(t)
 
     def isr_storm(self, t: int) -> bool:
         """A slow broker falls out of its ISRs and back, a few times; each leader reports its
@@ -311,7 +339,7 @@ class Scenarios:
         if self.mv >= versions.CONTROLLER_REGISTRATION and node in self.spec.controller_ids:
             self.ctl.register_controller(t, node, ids.uuid_text(self.rng))
         if self.spec.combined and node in self.spec.broker_ids:
-            self.broker_start(t + self.delay(0.5, 3), node)
+            self.at(t + self.delay(0.5, 3), lambda t: self.broker_start(t, node))
 
     def register_controllers(self, t: int) -> None:
         """After the upgrade to 3.7-IV0 the running controllers register."""

@@ -35,8 +35,8 @@ class Simulation:
         self.image = Image()
         self.truth = truth
         self.ctl = ActiveController(self.image, self.writer, truth, self.rng, spec.controller_ids, spec.kraft_version,
-                                    spec.max_records_per_batch, self.node_dirs, spec.metadata_versions[0])
-        self.ctl.software = max(spec.metadata_versions)
+                                    spec.max_records_per_batch, self.node_dirs, spec.metadata_versions[0],
+                                    max(spec.metadata_versions))
         self.scenarios = Scenarios(self)
         self.end_ms = spec.start_ms + spec.duration_ms
         self.jitter = bytes(self.rng.randrange(0, 20) for _ in range(61))
