@@ -184,16 +184,6 @@ def test_library_readers_open_read_only(log_dir):
     assert opens and all(not flags & _WRITE_FLAGS for _path, _mode, flags in opens)
 
 
-@pytest.mark.parametrize("where", ["inside", "metadata dir"])
-def test_report_refuses_to_write_inside_its_input(log_dir, where):
-    inside = log_dir / "r.html" if where == "inside" else log_dir / "__cluster_metadata-0" / "r.html"
-    before = _listing(log_dir.parent)
-    with _spy() as events, redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()) as err:
-        status = main(["report", str(log_dir), "-o", str(inside)])
-    assert status == 2 and "inside the input" in err.getvalue()
-    assert _violations(events, log_dir.parent) == [] and _listing(log_dir.parent) == before
-
-
 def test_the_spy_sees_writes_and_locks(tmp_path):
     """The checks above would catch a write-mode open, a lock and a new file."""
     import fcntl
