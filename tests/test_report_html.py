@@ -11,6 +11,8 @@ from kraftlog.report import render
 from kraftlog.report.collect import LANE_EVENTS, MAX_BUCKETS
 from kraftlog.report.html import SECTIONS
 from kraftlog.report.model import BrokerLane, Bucket, Capped, Cell, Epoch, Event, PartitionTrack, Timeline
+from kraftlog.report.partitions import short
+from kraftlog.report.svg import duration
 
 
 @pytest.fixture(scope="module")
@@ -89,3 +91,8 @@ def full_model() -> Timeline:
 def test_page_size_is_bounded_whatever_the_log():
     page = render(full_model())
     assert len(page.encode()) < 10 * 2**20
+
+
+def test_labels_people_read():
+    assert [duration(ms) for ms in (200, 2_000, 1_200_000, 43_200_000)] == ["200 ms", "2 s", "20 min", "12 h"]
+    assert short("__consumer_offsets-30") == "__consum\u2026_offsets-30" and short("orders-0") == "orders-0"

@@ -11,7 +11,7 @@ from html import escape
 from kraftlog import __version__
 from kraftlog.report import activity, lanes, partitions
 from kraftlog.report.model import Timeline
-from kraftlog.report.svg import TimeAxis, legend, utc
+from kraftlog.report.svg import TimeAxis, duration, legend, utc
 
 Chart = Callable[[Timeline, TimeAxis], str]
 
@@ -90,7 +90,7 @@ def _summary(m: Timeline) -> str:
         ("time (UTC)", f"{utc(span[0])} .. {utc(span[1])}" if span else "none"),
         ("records", f"{m.records:,}" + (f" ({m.untimed:,} without a timestamp, left out of the charts)"
                                         if m.untimed else "")),
-        ("bucket width", f"{m.width / 1000:g} s"),
+        ("bucket width", duration(m.width)),
     ]
     if m.aborted_records:
         rows.append(("aborted", f"{m.aborted_records} records of aborted metadata transactions, not applied"))

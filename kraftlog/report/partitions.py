@@ -5,7 +5,7 @@ from __future__ import annotations
 from statistics import median
 
 from kraftlog.report.model import PartitionTrack, Timeline
-from kraftlog.report.svg import LEFT, RIGHT, WIDTH, TimeAxis, el, hover, svg, text, utc
+from kraftlog.report.svg import LEFT, RIGHT, WIDTH, TimeAxis, duration, el, hover, svg, text, utc
 
 #: Partitions drawn at most, by churn; the rest are counted in the note.
 TOP_PARTITIONS = 30
@@ -16,6 +16,11 @@ STORM_MIN, STORM_FACTOR = 10, 5
 
 def bucket_span(m: Timeline, idx: int) -> str:
     return f"{utc(idx * m.width)} .. {utc((idx + 1) * m.width)}"
+
+
+def short(name: str, most: int = 20) -> str:
+    """Fits a lane label: the end (the partition number) is the part worth keeping."""
+    return name if len(name) <= most else name[: most - 12] + "\u2026" + name[-11:]
 
 
 def top_partitions(m: Timeline, n: int = TOP_PARTITIONS) -> list[PartitionTrack]:
@@ -54,7 +59,7 @@ def heatmap(m: Timeline, ax: TimeAxis) -> str:
         index[(t.topic_id, t.partition)] = y
         summary = (f"{t.name} (topic id {t.topic_id}), {t.replicas} replicas\nleader changes {t.leader_changes}, "
                    f"ISR shrinks {t.shrinks}, expands {t.expands}, unclean elections {t.unclean}")
-        parts.append(text(LEFT - 8, y + 12, t.name[:22], text_anchor="end",
+        parts.append(text(LEFT - 8, y + 12, short(t.name), text_anchor="end",
                           **hover(summary, css="lane", data_partition=t.name)))
         start = t.start_time if t.start_time and t.start_time > 0 else ax.lo
         end = t.removed_time if t.removed_time else ax.hi
@@ -106,7 +111,7 @@ def isr_storms(m: Timeline, ax: TimeAxis) -> str:
              el("line", {"x1": LEFT, "x2": WIDTH - RIGHT, "y1": mid, "y2": mid, "class": "baseline"}),
              text(LEFT - 8, mid - half / 2, "expands", class_="lane", text_anchor="end"),
              text(LEFT - 8, mid + half / 2, "shrinks", class_="lane", text_anchor="end"),
-             text(LEFT - 8, top - 6, f"max {peak} per {m.width / 1000:g} s", class_="tick", text_anchor="end")]
+             text(LEFT - 8, top - 6, f"max {peak} per {duration(m.width)}", class_="tick", text_anchor="end")]
     for idx, b in sorted(busy.items()):
         x0, x1 = ax.x(idx * m.width), ax.x((idx + 1) * m.width)
         w = max(x1 - x0 - 0.5, 1.5)

@@ -29,6 +29,14 @@ def utc(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def duration(ms: int) -> str:
+    """A bucket width as people say it: 200 ms, 10 s, 20 min, 12 h, 2 d."""
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000)):
+        if ms >= size and ms % size == 0:
+            return f"{ms // size} {unit}"
+    return f"{ms} ms"
+
+
 def el(tag: str, attrs: dict | None = None, body: str = "") -> str:
     """One element; attributes that are None are left out, values are escaped."""
     parts = [tag]
