@@ -206,7 +206,7 @@ class _Walker:
     def _leader_change(self, e: Entry, data: dict) -> None:
         if self.epoch is not None:
             self.epoch.leader = data["leaderId"]
-            self.epoch.voters = ",".join(str(v["voterId"]) for v in data.get("voters") or [])
+            self.epoch.voters = ", ".join(str(v["voterId"]) for v in data.get("voters") or [])
 
     def _voters(self, e: Entry, data: dict) -> None:
         voters = ", ".join(str(v["voterId"]) for v in data["voters"])
