@@ -1,0 +1,78 @@
+"""The report's model of a ``kraftlog generate`` cluster against the simulation's own ground truth:
+Raft epochs, topic lifetimes, every leader change and ISR shrink, and each broker's states."""
+
+import itertools
+import json
+
+import pytest
+
+from kraftlog.cli.main import main
+from kraftlog.files.logdir import find_nodes
+from kraftlog.report import collect
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    out = tmp_path_factory.mktemp("generated") / "node"
+    assert main(["generate", str(out), "--duration", "6h", "--brokers", "5", "--topics", "12", "--seed", "7",
+                 "--events-per-hour", "60"]) == 0
+    truth = json.loads((out / "ground-truth.json").read_text())
+    return collect(find_nodes(out)[0]), truth
+
+
+def committed_at(truth: dict) -> dict[int, int]:
+    """Offset of a record inside a committed transaction -> the offset where it took effect."""
+    return {o: t["end"] for t in truth["transactions"] if t["outcome"] == "committed"
+            for o in range(t["begin"], t["end"])}
+
+
+def partition_histories(truth: dict) -> dict[tuple[str, int], list[dict]]:
+    rows = [dict(zip(truth["partitionColumns"], r, strict=True)) for r in truth["partitions"]]
+    rows.sort(key=lambda r: (r["topicId"], r["partition"], r["from"]))
+    return {k: list(g) for k, g in itertools.groupby(rows, key=lambda r: (r["topicId"], r["partition"]))}
+
+
+def test_epochs_and_topics_match_the_truth(generated):
+    m, truth = generated
+    assert [(e.epoch, e.leader, e.offset) for e in m.epochs] == [
+        (e["epoch"], e["leaderId"], e["startOffset"]) for e in truth["epochs"]]
+    effective = committed_at(truth)
+    created = sorted((effective.get(e.offset, e.offset), e.subject) for e in m.topic_events if e.kind == "created")
+    deleted = sorted((e.offset - 1, e.subject) for e in m.topic_events if e.kind == "deleted")
+    assert created == sorted((t["from"], t["name"]) for t in truth["topics"])
+    assert deleted == sorted((t["to"], t["name"]) for t in truth["topics"] if t["to"] is not None)
+    assert not m.problems.total
+
+
+def test_every_leader_change_and_isr_shrink_is_counted(generated):
+    m, truth = generated
+    histories = partition_histories(truth)
+    changes = {k: sum(a["leader"] != b["leader"] for a, b in itertools.pairwise(h)) for k, h in histories.items()}
+    shrinks = {k: sum(not set(a["isr"]) <= set(b["isr"]) for a, b in itertools.pairwise(h))
+               for k, h in histories.items()}
+    assert {k: t.leader_changes for k, t in m.partitions.items()} == changes
+    assert {k: t.shrinks for k, t in m.partitions.items()} == shrinks
+    assert sum(changes.values()) > 50 and sum(shrinks.values()) > 50  # the scenario did churn
+    assert sum(b.leader_changes for b in m.buckets.values()) == sum(changes.values())
+
+
+def test_broker_lanes_follow_the_truth(generated):
+    m, truth = generated
+
+    def state(row: dict) -> str:
+        return "shutdown" if row["inControlledShutdown"] else "fenced" if row["fenced"] else "active"
+
+    expected: dict[int, list[str]] = {}
+    rows = sorted(truth["brokers"], key=lambda r: (r["brokerId"], r["from"]))
+    for bid, group in itertools.groupby(rows, key=lambda r: r["brokerId"]):
+        seq, last_to = [], None
+        for row in group:
+            if last_to is not None and row["from"] > last_to + 1:
+                seq.append("absent")  # unregistered in between
+            seq.append(state(row))
+            last_to = row["to"] if row["to"] is not None else float("inf")
+        if last_to != float("inf"):
+            seq.append("absent")
+        expected[bid] = [s for s, _ in itertools.groupby(seq)]
+    lanes = {bid: [s for s, _ in itertools.groupby(e.kind for e in lane.events)] for bid, lane in m.brokers.items()}
+    assert lanes == expected
