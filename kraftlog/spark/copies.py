@@ -4,29 +4,22 @@ Copies are ranked the way Raft compares logs: the leader epoch of the last batch
 offset. The best copy supplies every offset it holds; another copy supplies only offsets no better
 copy holds, and nothing from the first offset where it disagrees with the copy chosen there (an
 uncommitted tail, which a follower would truncate). Copies are compared by digests of blocks of
-offsets (``decode.BLOCK_OFFSETS``); only blocks whose digests differ are compared record by record.
+offsets (``decode.BLOCK_OFFSETS``); only blocks whose digests differ are compared offset by offset.
 """
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
-from kraftlog.spark.decode import BLOCK, BLOCK_OFFSETS, FILE, RECORD
+from kraftlog.spark.decode import BLOCK_OFFSETS
 from kraftlog.spark.discover import Inventory
-
-SUPPLIERS_SCHEMA = StructType([
-    StructField("file_id", IntegerType(), False),
-    StructField("lo", LongType(), False),
-    StructField("hi", LongType(), False),
-])
 
 
 @dataclass(frozen=True, slots=True)
 class FileSummary:
-    """A readable file's decoded summary (the ``file`` row of the decode stage)."""
+    """A readable file as the scan found it."""
 
     file_id: int
     runs: list[tuple[int, int]]  # contiguous offsets, in file order
@@ -46,12 +39,9 @@ class FileSummary:
         return not self.invalid_batches and not self.skipped_bytes
 
 
-def summaries(decoded: DataFrame) -> dict[int, FileSummary]:
-    rows = decoded.filter(F.col("row_kind") == FILE).select(
-        "file_id", "runs", "batches", "records", "first_offset", F.col("last_offset_in_file").alias("last_offset"),
-        "first_timestamp", "last_timestamp", "last_epoch", "invalid_batches", "skipped_bytes",
-        "snapshot_timestamp").collect()
-    return {r.file_id: FileSummary(**{**r.asDict(), "runs": [(x.lo, x.hi) for x in r.runs]}) for r in rows}
+def summaries(files: list[tuple[int, dict]]) -> dict[int, FileSummary]:
+    """From the scan's ``file`` notes."""
+    return {i: FileSummary(i, **{**body, "runs": [tuple(r) for r in body["runs"]]}) for i, body in files}
 
 
 def ranks(inv: Inventory, files: dict[int, FileSummary]) -> dict[int, int]:
@@ -72,29 +62,34 @@ def ranks(inv: Inventory, files: dict[int, FileSummary]) -> dict[int, int]:
     return out
 
 
-def _segment_rows(decoded: DataFrame, files: DataFrame) -> DataFrame:
-    segments = files.filter(F.col("kind") == "segment").select("file_id", "copy_id", "cluster_id", "node_id",
-                                                                 "log_dir", "file")
-    return decoded.join(F.broadcast(segments), "file_id")
-
-
-def block_mismatches(decoded: DataFrame, files: DataFrame) -> DataFrame:
+def block_mismatches(inv: Inventory, blocks: list[tuple[int, dict]]) -> list[tuple[str, int]]:
     """(cluster_id, block) where the copies holding the block do not hold the same batches."""
-    blocks = _segment_rows(decoded.filter(F.col("row_kind") == BLOCK), files)
-    per_copy = blocks.groupBy("cluster_id", "copy_id", "block").agg(
-        F.bit_xor("block_digest").alias("digest"), F.min("block_lo").alias("lo"), F.max("block_hi").alias("hi"),
-        F.sum("block_batches").alias("n"))
-    per_block = per_copy.groupBy("cluster_id", "block").agg(
-        F.count("*").alias("copies"), F.count_distinct("digest", "lo", "hi", "n").alias("variants"))
-    return per_block.filter((F.col("copies") > 1) & (F.col("variants") > 1)).select("cluster_id", "block")
+    copy_of = {f.file_id: f.copy_id for f in inv.files}
+    cluster_of = {c.copy_id: c.cluster_id for c in inv.copies}
+    per_copy: dict[tuple[int, int], list[int]] = {}
+    for file_id, b in blocks:
+        acc = per_copy.setdefault((copy_of[file_id], b["block"]), [0, b["lo"], b["hi"], 0])
+        acc[0] ^= b["digest"]
+        acc[1], acc[2], acc[3] = min(acc[1], b["lo"]), max(acc[2], b["hi"]), acc[3] + b["batches"]
+    variants = defaultdict(set)
+    for (copy, block), acc in per_copy.items():
+        variants[(cluster_of[copy], block)].add(tuple(acc))
+    held = Counter((cluster_of[copy], block) for copy, block in per_copy)
+    return sorted(k for k, v in variants.items() if held[k] > 1 and len(v) > 1)
 
 
-def divergence(decoded: DataFrame, files: DataFrame, mismatches: DataFrame, rank: DataFrame) -> DataFrame:
-    """A row per (cluster, offset) that copies hold with different bytes or leader epochs."""
-    rows = _segment_rows(decoded.filter(F.col("row_kind") == RECORD), files) \
+def divergence(spark: SparkSession, batches: DataFrame, inv: Inventory, rank: dict[int, int],
+               mismatches: list[tuple[str, int]]) -> DataFrame:
+    """A row per (cluster, offset) that copies hold with different bytes or leader epochs, from the
+    batches of the blocks whose digests differ."""
+    copies = F.broadcast(spark.createDataFrame([(c.log_dir, c.copy_id, rank[c.copy_id]) for c in inv.copies],
+                                               "log_dir string, copy_id int, rank int"))
+    blocks = F.broadcast(spark.createDataFrame(mismatches, "cluster_id string, block long"))
+    rows = batches.filter(F.col("file_kind") == "segment") \
         .withColumn("block", F.floor(F.col("base_offset") / BLOCK_OFFSETS)) \
-        .join(F.broadcast(mismatches), ["cluster_id", "block"], "left_semi") \
-        .join(F.broadcast(rank), "copy_id")
+        .join(blocks, ["cluster_id", "block"], "left_semi").join(copies, "log_dir") \
+        .withColumn("offset", F.explode(F.sequence("base_offset", "last_offset"))) \
+        .withColumnRenamed("leader_epoch", "epoch")
     held = rows.groupBy("cluster_id", "offset").agg(F.sort_array(F.collect_list(F.struct(
         "rank", "copy_id", "node_id", "log_dir", "file", "epoch", "crc", "base_offset", "last_offset",
     ))).alias("held"))
@@ -154,8 +149,9 @@ def suppliers(inv: Inventory, files: dict[int, FileSummary], rank: dict[int, int
     return out
 
 
-def chosen_records(spark: SparkSession, decoded: DataFrame, supplied: list[tuple[int, int, int]]) -> DataFrame:
-    """The record rows each (cluster, offset) takes: from the file that supplies that offset."""
-    sup = F.broadcast(spark.createDataFrame(supplied, SUPPLIERS_SCHEMA))
-    rec = decoded.filter(F.col("row_kind") == RECORD)
-    return rec.join(sup, (rec.file_id == sup.file_id) & rec["offset"].between(sup.lo, sup.hi), "left_semi")
+def wanted(supplied: list[tuple[int, int, int]]) -> dict[int, list[tuple[int, int]]]:
+    """File id -> the sorted offset intervals it supplies."""
+    out = defaultdict(list)
+    for file_id, lo, hi in sorted(supplied):
+        out[file_id].append((lo, hi))
+    return dict(out)

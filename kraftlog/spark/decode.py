@@ -1,99 +1,88 @@
-"""A file's bytes as Arrow rows for Spark: its records, batches, skipped regions, a summary, and
-digests of its offset blocks (so that node copies are compared without shuffling every record).
+"""Arrow decoding of one file's bytes, in the two passes the job makes over its inputs.
 
-Every row has ``file_id`` and ``row_kind``; the other columns belong to one kind and are null
-elsewhere. A record row carries its batch's header fields too, so that the many one-record
-batches of a quiet log cost one row, not two. Record values are decoded once per distinct value
-(a NoOp is decoded once per worker) and spread to their rows with Arrow ``take``: no Python object
-per record crosses into the JVM.
+``scan_file``: every batch of every copy, headers and CRCs only, written as ``batches`` rows, plus
+the notes the driver plans with (offset runs, block digests, skipped regions). Snapshots are small
+and are decoded whole here (their records seed timelines). ``decode_file``: the records of the
+offsets this file supplies to its cluster, written to a staging table, plus notes (transaction
+markers, topic names, leader-epoch starts, errors). ``finish_records`` turns those into the
+``records`` table once every file's markers and names are known.
+
+Record values are decoded once per distinct value (a NoOp once per worker) and spread to their rows
+with Arrow ``take``: no Python object per record, and no row crosses into the JVM.
 """
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from kraftlog.files.reader import Limits
 from kraftlog.schema import decode_control, decode_metadata, entity_of, redact
 from kraftlog.schema.render import b64, jsonable
+from kraftlog.spark.sink import Sink, filesystem
 from kraftlog.spark.walk import Walk, walk
-from kraftlog.wire.batch import CONTROL_BIT
+from kraftlog.state.image import ABORT, BEGIN, END
+from kraftlog.wire.batch import (
+    COMPRESSION_MASK,
+    CONTROL_BIT,
+    LOG_OVERHEAD,
+    TIMESTAMP_TYPE_BIT,
+    TRANSACTIONAL_BIT,
+)
+from kraftlog.wire.codecs import CODEC_NAMES
 
-RECORD, BATCH, REGION, FILE, BLOCK = "record", "batch", "region", "file", "block"
-#: Offsets per block digest; copies whose digests agree on a block are not compared record by record.
+#: Offsets per block digest: copies whose digests agree on a block are not compared batch by batch.
 BLOCK_OFFSETS = 4096
+MARKERS = (BEGIN, END, ABORT)
 _ROWS = 65536
+_MS = pa.timestamp("ms", tz="UTC")
+_WHERE = [("log_dir", pa.string()), ("node_id", pa.int32()), ("file", pa.string())]
 
-_RUN = pa.struct([("lo", pa.int64()), ("hi", pa.int64())])
-DECODED = pa.schema([
-    ("file_id", pa.int32()),
-    ("row_kind", pa.string()),
-    # batch header (record and batch rows); position is also a region's
-    ("position", pa.int64()),
-    ("base_offset", pa.int64()),
-    ("last_offset", pa.int64()),
-    ("batch_length", pa.int32()),
-    ("epoch", pa.int32()),
-    ("magic", pa.int8()),
-    ("crc", pa.int64()),
-    ("crc_valid", pa.bool_()),
-    ("attributes", pa.int16()),
-    ("base_timestamp", pa.int64()),
-    ("max_timestamp", pa.int64()),
-    ("producer_id", pa.int64()),
-    ("producer_epoch", pa.int16()),
-    ("base_sequence", pa.int32()),
-    ("records_count", pa.int32()),
-    ("is_control", pa.bool_()),
-    ("batch_error", pa.string()),
-    ("first_in_batch", pa.bool_()),
-    # record
-    ("offset", pa.int64()),
-    ("timestamp", pa.int64()),
-    ("record_type", pa.string()),
-    ("version", pa.int16()),
-    ("payload", pa.string()),  # the record's data as JSON, secrets redacted
-    ("data_json", pa.string()),  # unredacted, only where redaction changed something (replay needs it)
-    ("unknown_tags", pa.string()),
-    ("error", pa.string()),
-    ("topic_id", pa.string()),
-    ("topic_name", pa.string()),
-    ("partition_id", pa.int32()),
-    ("broker_id", pa.int32()),
-    ("resource_type", pa.string()),
-    ("resource_name", pa.string()),
-    # region
-    ("region_length", pa.int64()),
-    ("region_reason", pa.string()),
-    ("region_detail", pa.string()),
-    # file summary
-    ("runs", pa.list_(_RUN)),
-    ("batches", pa.int64()),
-    ("records", pa.int64()),
-    ("first_offset", pa.int64()),
-    ("last_offset_in_file", pa.int64()),
-    ("first_timestamp", pa.int64()),
-    ("last_timestamp", pa.int64()),
-    ("last_epoch", pa.int32()),
-    ("invalid_batches", pa.int64()),
-    ("skipped_bytes", pa.int64()),
-    ("snapshot_timestamp", pa.int64()),
-    # block digest
-    ("block", pa.int64()),
-    ("block_digest", pa.int64()),
-    ("block_lo", pa.int64()),
-    ("block_hi", pa.int64()),
-    ("block_batches", pa.int64()),
+#: The ``batches`` table (``cluster_id`` is its partition folder).
+BATCHES = pa.schema([
+    *_WHERE, ("file_kind", pa.string()), ("position", pa.int64()), ("base_offset", pa.int64()),
+    ("last_offset", pa.int64()), ("batch_length", pa.int32()), ("leader_epoch", pa.int32()), ("magic", pa.int8()),
+    ("crc", pa.int64()), ("crc_valid", pa.bool_()), ("attributes", pa.int16()), ("compression", pa.string()),
+    ("timestamp_type", pa.string()), ("is_transactional", pa.bool_()), ("is_control", pa.bool_()),
+    ("base_timestamp", pa.int64()), ("max_timestamp", pa.int64()), ("max_time", _MS), ("producer_id", pa.int64()),
+    ("producer_epoch", pa.int16()), ("base_sequence", pa.int32()), ("records_count", pa.int32()),
+    ("run_id", pa.string()),
 ])
-_VALUE_COLUMNS = ("record_type", "version", "payload", "data_json", "unknown_tags", "error",
-                  "topic_id", "topic_name", "partition_id", "broker_id", "resource_type", "resource_name")
-_HEADER_COLUMNS = {  # decoded column -> BatchHeader field
-    "base_offset": "baseOffset", "batch_length": "batchLength", "epoch": "partitionLeaderEpoch", "magic": "magic",
-    "crc": "crc", "attributes": "attributes", "base_timestamp": "baseTimestamp", "max_timestamp": "maxTimestamp",
-    "producer_id": "producerId", "producer_epoch": "producerEpoch", "base_sequence": "baseSequence",
-    "records_count": "recordsCount",
-}
+_VALUES = [("record_type", pa.string()), ("version", pa.int16()), ("payload", pa.string()),
+           ("data_json", pa.string()), ("unknown_tags", pa.string()), ("error", pa.string()),
+           ("topic_id", pa.string()), ("topic_name", pa.string()), ("partition_id", pa.int32()),
+           ("broker_id", pa.int32()), ("resource_type", pa.string()), ("resource_name", pa.string())]
+#: Decoded records of one file, staged for ``finish_records`` and the timelines.
+DECODED = pa.schema([
+    ("file_id", pa.int32()), ("position", pa.int64()), ("base_offset", pa.int64()), ("epoch", pa.int32()),
+    ("crc_valid", pa.bool_()), ("is_control", pa.bool_()), ("offset", pa.int64()), ("timestamp", pa.int64()),
+    *_VALUES,
+])
+#: The ``records`` table (``cluster_id`` is its partition folder).
+RECORDS = pa.schema([
+    *_WHERE, ("offset", pa.int64()), ("batch_position", pa.int64()), ("batch_base_offset", pa.int64()),
+    ("timestamp", pa.int64()), ("time", _MS), ("leader_epoch", pa.int32()), ("is_control", pa.bool_()),
+    *(f for f in _VALUES if f[0] != "data_json"), ("crc_valid", pa.bool_()),
+    ("txn_begin_offset", pa.int64()), ("txn_state", pa.string()), ("run_id", pa.string()),
+])
+
+
+class FileMeta(NamedTuple):
+    """What a task needs to know about the file it decodes."""
+
+    file_id: int
+    cluster_id: str
+    node_id: int | None
+    log_dir: str
+    file: str
+    kind: str
+
+
+Note = tuple[int, str, str]  # (file_id, kind, JSON body): what a task tells the driver
 
 
 def _dumps(value) -> str:
@@ -101,12 +90,12 @@ def _dumps(value) -> str:
 
 
 def decode_value(control: bool, key: bytes | None, value: bytes | None) -> tuple:
-    """The ``_VALUE_COLUMNS`` of one record, decoded by the schema layer."""
+    """The decoded columns (``_VALUES``) of one record, by the schema layer."""
     if control:
         rec = decode_control(key, value)
-        data = rec.to_json().get("data") if rec.error is None else None
-        payload = None if rec.error is not None else _dumps(data)
-        return (rec.type, rec.value_version, payload, None, None, rec.error) + (None,) * 6
+        if rec.error is not None:
+            return (rec.type, rec.value_version, None, None, None, rec.error) + (None,) * 6
+        return (rec.type, rec.value_version, _dumps(rec.to_json().get("data")), None, None, None) + (None,) * 6
     rec = decode_metadata(value)
     if rec.error is not None:
         return (rec.type, rec.version, None, None, None, rec.error) + (None,) * 6
@@ -119,77 +108,74 @@ def decode_value(control: bool, key: bytes | None, value: bytes | None) -> tuple
             e["resource_name"])
 
 
-_decoded: dict[tuple, tuple] = {}  # (control, key, value) -> decode_value, small values only
+_decoded: dict[tuple, tuple] = {}  # (control, key, value) -> decode_value, for small values
 
 
 def _values(w: Walk, control: np.ndarray) -> tuple[dict[str, pa.Array], np.ndarray]:
     """Decoded columns of the distinct (value, control) pairs, and each record's row among them."""
-    keys = w.rec_kv * 2 + control
-    uniq, inverse = np.unique(keys, return_inverse=True)
+    uniq, inverse = np.unique(w.rec_kv * 2 + control, return_inverse=True)
     rows = []
     for k in uniq.tolist():
         key, value = w.kv[k >> 1]
-        memo_key = (k & 1, key, value)
-        row = _decoded.get(memo_key)
+        memo = (k & 1, key, value)
+        row = _decoded.get(memo)
         if row is None:
             row = decode_value(bool(k & 1), key, value)
             if value is None or len(value) <= 256:
                 if len(_decoded) >= 8192:
                     _decoded.clear()
-                _decoded[memo_key] = row
+                _decoded[memo] = row
         rows.append(row)
-    columns = list(zip(*rows, strict=True)) if rows else [()] * len(_VALUE_COLUMNS)
-    arrays = {name: pa.array(col, DECODED.field(name).type) for name, col in zip(_VALUE_COLUMNS, columns, strict=True)}
-    return arrays, inverse
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(_VALUES)
+    return {name: pa.array(col, t) for (name, t), col in zip(_VALUES, columns, strict=True)}, inverse
 
 
-def _rows(n: int, file_id: int, kind: str, columns: dict) -> pa.RecordBatch:
-    """A batch of the ``DECODED`` schema; columns not given are null."""
-    arrays = []
-    for f in DECODED:
-        if f.name == "file_id":
-            arrays.append(pa.repeat(pa.scalar(file_id, pa.int32()), n))
-        elif f.name == "row_kind":
-            arrays.append(pa.repeat(pa.scalar(kind, pa.string()), n))
-        elif f.name in columns:
-            arrays.append(pa.array(columns[f.name], f.type))
-        else:
-            arrays.append(pa.nulls(n, f.type))
-    return pa.RecordBatch.from_arrays(arrays, schema=DECODED)
+def _batch_rows(meta: FileMeta, w: Walk, run_id: str) -> pa.RecordBatch:
+    h, n = w.header, w.count
+    attributes = h["attributes"]
+    codec = attributes & COMPRESSION_MASK
+    names = pa.array([CODEC_NAMES.get(c, f"unknown({c})") for c in range(8)])
+
+    def const(value, t):
+        return pa.repeat(pa.scalar(value, t), n)
+
+    max_ts = h["maxTimestamp"]
+    return pa.RecordBatch.from_arrays([
+        const(meta.log_dir, pa.string()), const(meta.node_id, pa.int32()), const(meta.file, pa.string()),
+        const(meta.kind, pa.string()), pa.array(w.positions), pa.array(h["baseOffset"]),
+        pa.array(h["baseOffset"] + h["lastOffsetDelta"]), pa.array(h["batchLength"]),
+        pa.array(h["partitionLeaderEpoch"]), pa.array(h["magic"]), pa.array(h["crc"].astype(np.int64)),
+        pa.array(w.crc_valid), pa.array(attributes), names.take(pa.array(codec)),
+        pc.if_else(pa.array((attributes & TIMESTAMP_TYPE_BIT) != 0), "LogAppendTime", "CreateTime"),
+        pa.array((attributes & TRANSACTIONAL_BIT) != 0), pa.array((attributes & CONTROL_BIT) != 0),
+        pa.array(h["baseTimestamp"]), pa.array(max_ts), _time(max_ts),
+        pa.array(h["producerId"]), pa.array(h["producerEpoch"]), pa.array(h["baseSequence"]),
+        pa.array(h["recordsCount"]), const(run_id, pa.string()),
+    ], schema=BATCHES)
 
 
-def _batch_columns(w: Walk) -> dict[str, np.ndarray | list]:
-    h = w.header
-    cols: dict = {name: h[field] for name, field in _HEADER_COLUMNS.items()}
-    cols["position"] = w.positions
-    cols["last_offset"] = h["baseOffset"] + h["lastOffsetDelta"]
-    cols["crc_valid"] = w.crc_valid
-    cols["is_control"] = (h["attributes"] & CONTROL_BIT) != 0
-    cols["batch_error"] = w.errors
-    return cols
+def _time(ms: np.ndarray) -> pa.Array:
+    """Kafka's unset timestamps (-1, 0) are null times."""
+    return pa.array(ms, _MS, mask=ms <= 0)
 
 
-def _take(column, index: np.ndarray):
-    if isinstance(column, np.ndarray):
-        return column[index]
-    return pa.array(column, pa.string()).take(pa.array(index))
-
-
-def _record_rows(file_id: int, w: Walk, batch: dict) -> Iterator[pa.RecordBatch]:
-    n = len(w.rec_offset)
-    if not n:
+def _record_rows(file_id: int, w: Walk, keep: np.ndarray | None = None) -> Iterable[pa.RecordBatch]:
+    """The decoded records of a walk (only those ``keep`` selects), in batches of ``DECODED``."""
+    idx = np.arange(len(w.rec_offset)) if keep is None else np.flatnonzero(keep)
+    if not idx.size:
         return
-    values, inverse = _values(w, batch["is_control"][w.rec_batch].astype(np.int64))
-    first = np.ones(n, bool)
-    first[1:] = w.rec_batch[1:] != w.rec_batch[:-1]
-    for lo in range(0, n, _ROWS):
-        sl = slice(lo, min(n, lo + _ROWS))
-        idx = w.rec_batch[sl]
-        take = pa.array(inverse[sl])
-        cols = {name: _take(col, idx) for name, col in batch.items()}
-        cols.update({name: arr.take(take) for name, arr in values.items()})
-        cols.update(offset=w.rec_offset[sl], timestamp=w.rec_timestamp[sl], first_in_batch=first[sl])
-        yield _rows(sl.stop - lo, file_id, RECORD, cols)
+    h = w.header
+    control = (h["attributes"] & CONTROL_BIT) != 0
+    values, inverse = _values(w, control[w.rec_batch].astype(np.int64))
+    for lo in range(0, idx.size, _ROWS):
+        rows = idx[lo : lo + _ROWS]
+        b = w.rec_batch[rows]
+        yield pa.RecordBatch.from_arrays([
+            pa.repeat(pa.scalar(file_id, pa.int32()), rows.size), pa.array(w.positions[b]),
+            pa.array(h["baseOffset"][b]), pa.array(h["partitionLeaderEpoch"][b]), pa.array(w.crc_valid[b]),
+            pa.array(control[b]), pa.array(w.rec_offset[rows]), pa.array(w.rec_timestamp[rows]),
+            *(values[name].take(pa.array(inverse[rows])) for name, _ in _VALUES),
+        ], schema=DECODED)
 
 
 def _digest(base: np.ndarray, last: np.ndarray, epoch: np.ndarray, crc: np.ndarray) -> np.ndarray:
@@ -205,94 +191,191 @@ def _digest(base: np.ndarray, last: np.ndarray, epoch: np.ndarray, crc: np.ndarr
 
 
 class _Summary:
-    """What the file row and block rows say, accumulated over a file's walks."""
+    """What a file's scan tells the driver, accumulated over its walks."""
 
-    def __init__(self) -> None:
+    def __init__(self, meta: FileMeta) -> None:
+        self.meta = meta
         self.runs: list[list[int]] = []
-        self.batches = self.records = self.invalid = self.skipped = 0
-        self.first_offset = self.last_offset = self.first_ts = self.last_ts = self.last_epoch = None
-        self.snapshot_ts = None
+        self.info = {"batches": 0, "records": 0, "invalid_batches": 0, "skipped_bytes": 0, "first_offset": None,
+                     "last_offset": None, "first_timestamp": None, "last_timestamp": None, "last_epoch": None,
+                     "snapshot_timestamp": None}
         self.blocks: dict[int, list[int]] = {}  # block -> [digest, lo, hi, batches]
+        self.notes: list[Note] = []
 
-    def add(self, w: Walk, batch: dict, blocks: bool) -> None:
-        self.skipped += sum(r.length for r in w.regions)
-        self.records += len(w.rec_offset)
+    def note(self, kind: str, body) -> None:
+        self.notes.append((self.meta.file_id, kind, json.dumps(body)))
+
+    def add(self, w: Walk) -> None:
+        info, h = self.info, w.header
+        for r in w.regions:
+            info["skipped_bytes"] += r.length
+            self.note("region", {"position": r.position, "length": r.length, "reason": r.reason, "detail": r.detail})
         if not w.count:
             return
-        base, last = batch["base_offset"], batch["last_offset"]
-        self.batches += w.count
-        self.invalid += int((~w.crc_valid).sum())
-        if self.first_offset is None:
-            self.first_offset, self.first_ts = int(base[0]), int(batch["max_timestamp"][0])
-        self.last_offset, self.last_ts = int(last[-1]), int(batch["max_timestamp"][-1])
-        self.last_epoch = int(batch["epoch"][-1])
+        base, last = h["baseOffset"], h["baseOffset"] + h["lastOffsetDelta"]
+        for i in np.flatnonzero(~w.crc_valid).tolist():
+            self.note("invalid", {"position": int(w.positions[i]), "offset": int(base[i]),
+                                  "length": int(h["batchLength"][i]) + LOG_OVERHEAD})
+        info["batches"] += w.count
+        info["records"] += int(h["recordsCount"].clip(min=0).sum())
+        info["invalid_batches"] += int((~w.crc_valid).sum())
+        if info["first_offset"] is None:
+            info["first_offset"], info["first_timestamp"] = int(base[0]), int(h["maxTimestamp"][0])
+        info["last_offset"], info["last_timestamp"] = int(last[-1]), int(h["maxTimestamp"][-1])
+        info["last_epoch"] = int(h["partitionLeaderEpoch"][-1])
         breaks = np.flatnonzero(base[1:] != last[:-1] + 1) + 1
-        starts = np.concatenate([[0], breaks])
-        ends = np.concatenate([breaks - 1, [w.count - 1]])
-        for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
+        for s, e in zip(np.r_[0, breaks].tolist(), np.r_[breaks - 1, w.count - 1].tolist(), strict=True):
             lo, hi = int(base[s]), int(last[e])
             if self.runs and self.runs[-1][1] + 1 == lo:
                 self.runs[-1][1] = hi
             else:
                 self.runs.append([lo, hi])
-        if blocks:
-            self._blocks(base, last, batch["epoch"], batch["crc"])
+        if self.meta.kind == "segment":
+            self._blocks(base, last, h["partitionLeaderEpoch"], h["crc"])
 
     def _blocks(self, base, last, epoch, crc) -> None:
         block = base // BLOCK_OFFSETS
         order = np.argsort(block, kind="stable")
-        block, digest = block[order], _digest(base, last, epoch, crc)[order]
-        lo_, hi_ = base[order], last[order]
+        block, digest, lo_, hi_ = block[order], _digest(base, last, epoch, crc)[order], base[order], last[order]
         starts = np.flatnonzero(np.r_[True, block[1:] != block[:-1]])
-        xor = np.bitwise_xor.reduceat(digest, starts)
-        lo = np.minimum.reduceat(lo_, starts)
-        hi = np.maximum.reduceat(hi_, starts)
-        count = np.diff(np.r_[starts, len(block)])
-        for b, x, a, z, c in zip(block[starts].tolist(), xor.tolist(), lo.tolist(), hi.tolist(), count.tolist(),
-                                 strict=True):
+        for b, x, a, z, c in zip(block[starts].tolist(), np.bitwise_xor.reduceat(digest, starts).tolist(),
+                                 np.minimum.reduceat(lo_, starts).tolist(), np.maximum.reduceat(hi_, starts).tolist(),
+                                 np.diff(np.r_[starts, len(block)]).tolist(), strict=True):
             acc = self.blocks.setdefault(b, [0, a, z, 0])
             acc[0] ^= x
             acc[1], acc[2], acc[3] = min(acc[1], a), max(acc[2], z), acc[3] + c
 
-    def note_snapshot_header(self, values: dict[str, pa.Array]) -> None:
-        if self.snapshot_ts is not None:
-            return
-        types = values["record_type"].to_pylist()
-        if "SNAPSHOT_HEADER" in types:
-            payload = values["payload"][types.index("SNAPSHOT_HEADER")].as_py()
-            self.snapshot_ts = json.loads(payload).get("lastContainedLogTimestamp") if payload else None
-
-    def rows(self, file_id: int) -> Iterator[pa.RecordBatch]:
-        yield _rows(1, file_id, FILE, {
-            "runs": [[{"lo": lo, "hi": hi} for lo, hi in self.runs]], "batches": [self.batches],
-            "records": [self.records], "first_offset": [self.first_offset], "last_offset_in_file": [self.last_offset],
-            "first_timestamp": [self.first_ts], "last_timestamp": [self.last_ts], "last_epoch": [self.last_epoch],
-            "invalid_batches": [self.invalid], "skipped_bytes": [self.skipped],
-            "snapshot_timestamp": [self.snapshot_ts]})
-        if self.blocks:
-            keys = sorted(self.blocks)
-            d, lo, hi, n = (list(c) for c in zip(*(self.blocks[k] for k in keys), strict=True))
-            digest = np.asarray(d, np.uint64).view(np.int64)
-            yield _rows(len(keys), file_id, BLOCK, {"block": keys, "block_digest": digest, "block_lo": lo,
-                                                    "block_hi": hi, "block_batches": n})
+    def finish(self) -> list[Note]:
+        self.note("file", {**self.info, "runs": self.runs})
+        for b, (digest, lo, hi, n) in sorted(self.blocks.items()):
+            self.note("block", {"block": b, "digest": digest, "lo": lo, "hi": hi, "batches": n})
+        return self.notes
 
 
-def decode_file(file_id: int, kind: str, buf: bytes, limits: Limits = Limits()) -> Iterator[pa.RecordBatch]:
-    """Rows of the ``DECODED`` schema for one segment, snapshot or bootstrap file's bytes."""
-    summary = _Summary()
-    for w in walk(buf, limits):
-        batch = _batch_columns(w)
-        for rb in _record_rows(file_id, w, batch):
-            if kind != "segment":
-                summary.note_snapshot_header({"record_type": rb.column("record_type"),
-                                              "payload": rb.column("payload")})
-            yield rb
-        empty = np.flatnonzero(np.bincount(w.rec_batch, minlength=w.count) == 0)
-        if empty.size:
-            yield _rows(len(empty), file_id, BATCH, {name: _take(col, empty) for name, col in batch.items()})
-        if w.regions:
-            yield _rows(len(w.regions), file_id, REGION, {
-                "position": [r.position for r in w.regions], "region_length": [r.length for r in w.regions],
-                "region_reason": [r.reason for r in w.regions], "region_detail": [r.detail for r in w.regions]})
-        summary.add(w, batch, blocks=kind == "segment")
-    yield from summary.rows(file_id)
+def _errors(meta: FileMeta, w: Walk, out: list[Note]) -> None:
+    for i, error in enumerate(w.errors):
+        if error is not None:
+            out.append((meta.file_id, "batch-error", json.dumps({
+                "position": int(w.positions[i]), "offset": int(w.header["baseOffset"][i]),
+                "length": int(w.header["batchLength"][i]) + LOG_OVERHEAD, "detail": error})))
+
+
+def scan_file(meta: FileMeta, buf: bytes, root: str, run_id: str, limits: Limits = Limits()) -> list[Note]:
+    """Pass one: the file's batches into ``batches``; a snapshot's records into ``snapshot_records``."""
+    summary = _Summary(meta)
+    batches = Sink(root, "batches", BATCHES, str(meta.file_id), meta.cluster_id)
+    records = Sink(root, "snapshot_records", DECODED, str(meta.file_id)) if meta.kind != "segment" else None
+    for w in walk(buf, limits, want=None if records else []):
+        batches.write(_batch_rows(meta, w, run_id))
+        summary.add(w)
+        if records is not None:
+            _errors(meta, w, summary.notes)
+            for rb in _record_rows(meta.file_id, w):
+                records.write(rb)
+                if summary.info["snapshot_timestamp"] is None:
+                    summary.info["snapshot_timestamp"] = _header_timestamp(rb)
+    batches.close()
+    if records is not None:
+        records.close()
+    return summary.finish()
+
+
+def _header_timestamp(rb: pa.RecordBatch) -> int | None:
+    """``lastContainedLogTimestamp`` of a snapshot's SnapshotHeader, if this batch holds it."""
+    at = pc.index(rb.column("record_type"), "SNAPSHOT_HEADER").as_py()
+    if at < 0 or rb.column("payload")[at].as_py() is None:
+        return None
+    return json.loads(rb.column("payload")[at].as_py()).get("lastContainedLogTimestamp")
+
+
+def decode_file(meta: FileMeta, buf: bytes, want: list[tuple[int, int]], root: str, times: list[int],
+                limits: Limits = Limits()) -> list[Note]:
+    """Pass two: the records at the offsets ``want`` names, staged for ``finish_records``; notes of
+    transaction markers, topic names, where leader epochs start and what could not be decoded."""
+    notes: list[Note] = []
+    sink = Sink(root, "decoded", DECODED, str(meta.file_id))
+    lo, hi = (np.asarray(x, np.int64) for x in zip(*want, strict=True))
+    epochs: dict[int, tuple[int, int]] = {}
+    later: list[int | None] = [None] * len(times)
+    for w in walk(buf, limits, want=want):
+        _errors(meta, w, notes)
+        i = np.searchsorted(hi, w.rec_offset)
+        keep = (i < len(hi)) & (lo[np.minimum(i, len(lo) - 1)] <= w.rec_offset)
+        for rb in _record_rows(meta.file_id, w, keep):
+            sink.write(rb)
+            _notes_of(meta.file_id, rb, notes, epochs)
+            ts, offsets = rb.column("timestamp").to_numpy(), rb.column("offset").to_numpy()
+            for k, t in enumerate(times):
+                after = offsets[ts > t]
+                if after.size and (later[k] is None or after.min() < later[k]):
+                    later[k] = int(after.min())
+    rows = sink.close()
+    notes += [(meta.file_id, "epoch", json.dumps({"epoch": e, "offset": o, "timestamp": t}))
+              for e, (o, t) in epochs.items()]
+    notes.append((meta.file_id, "decoded", json.dumps({"rows": rows, "later": later})))
+    return notes
+
+
+def _notes_of(file_id: int, rb: pa.RecordBatch, notes: list[Note], epochs: dict) -> None:
+    types = rb.column("record_type")
+    wanted = pc.is_in(types, pa.array([*MARKERS, "TOPIC_RECORD"])).to_numpy(zero_copy_only=False) \
+        | pc.is_valid(rb.column("error")).to_numpy(zero_copy_only=False)
+    for r in rb.filter(pa.array(wanted)).to_pylist():
+        if r["error"] is not None:
+            notes.append((file_id, "undecodable", json.dumps({"position": r["position"], "offset": r["offset"],
+                                                              "detail": r["error"]})))
+        elif r["record_type"] == "TOPIC_RECORD":
+            notes.append((file_id, "topic", json.dumps([r["topic_id"], r["topic_name"]])))
+        else:
+            notes.append((file_id, "marker", json.dumps({"offset": r["offset"], "timestamp": r["timestamp"],
+                                                         "record_type": r["record_type"], "payload": r["payload"]})))
+    epoch, offset, ts = (rb.column(c).to_numpy() for c in ("epoch", "offset", "timestamp"))
+    for e in np.unique(epoch).tolist():
+        at = np.flatnonzero(epoch == e)
+        first = at[np.argmin(offset[at])]
+        if e not in epochs or offset[first] < epochs[e][0]:
+            epochs[e] = (int(offset[first]), int(ts[first]))
+
+
+def finish_records(meta: FileMeta, root: str, run_id: str, names: dict[str, str],
+                   txns: list[tuple[int, int | None, str]], redact_payloads: bool) -> int:
+    """The ``records`` rows of one file's staged records: where they come from, the topic name of
+    topic-id records, and the metadata transaction each belongs to (``txns``: begin, end, state)."""
+    fs, base = filesystem(root)
+    staged = pq.read_table(f"{base}/decoded/part-{meta.file_id}.parquet", filesystem=fs)
+    sink = Sink(root, "records", RECORDS, str(meta.file_id), meta.cluster_id)
+    for rb in staged.to_batches(_ROWS):
+        n = rb.num_rows
+        offset = rb.column("offset").to_numpy()
+        known = pa.array([names.get(t) if t is not None else None for t in rb.column("topic_id").to_pylist()],
+                         pa.string()) if names else pa.nulls(n, pa.string())
+        begin, state = _transaction_of(offset, rb.column("is_control").to_numpy(zero_copy_only=False), txns)
+        payload = rb.column("payload")
+        if not redact_payloads:
+            payload = pc.coalesce(rb.column("data_json"), payload)
+        cols = {name: rb.column(name) for name in rb.schema.names}
+        sink.write(pa.RecordBatch.from_arrays([
+            pa.repeat(pa.scalar(meta.log_dir), n), pa.repeat(pa.scalar(meta.node_id, pa.int32()), n),
+            pa.repeat(pa.scalar(meta.file), n), cols["offset"], cols["position"], cols["base_offset"],
+            cols["timestamp"], _time(rb.column("timestamp").to_numpy()), cols["epoch"], cols["is_control"],
+            *(payload if name == "payload" else pc.coalesce(cols["topic_name"], known) if name == "topic_name"
+              else cols[name] for name, _ in _VALUES if name != "data_json"),
+            cols["crc_valid"], begin, state, pa.repeat(pa.scalar(run_id), n),
+        ], schema=RECORDS))
+    return sink.close()
+
+
+def _transaction_of(offset: np.ndarray, control: np.ndarray,
+                    txns: list[tuple[int, int | None, str]]) -> tuple[pa.Array, pa.Array]:
+    """Each metadata record's transaction (begin offset and state), from Begin to End or Abort."""
+    n = len(offset)
+    if not txns:
+        return pa.nulls(n, pa.int64()), pa.nulls(n, pa.string())
+    begins = np.asarray([b for b, _, _ in txns], np.int64)
+    ends = np.asarray([e if e is not None else np.iinfo(np.int64).max for _, e, _ in txns], np.int64)
+    i = np.searchsorted(begins, offset, side="right") - 1
+    j = np.maximum(i, 0)
+    inside = (i >= 0) & (offset <= ends[j]) & ~control
+    states = pa.array([s for _, _, s in txns])
+    return (pa.array(begins[j], mask=~inside),
+            pc.if_else(pa.array(inside), states.take(pa.array(j)), pa.scalar(None, pa.string())))

@@ -7,21 +7,25 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from kraftlog.spark import entities as E
-from kraftlog.spark.decode import RECORD
 from kraftlog.spark.fold import EVENT_COLUMNS, Entity
 from kraftlog.spark.plan import Plan
 from kraftlog.spark.transactions import COMMITTED
 
+#: Pseudo record at the first offset of a leader epoch: the image observes the epoch, nothing else.
+EPOCH_START = "EPOCH_START"
 _CARRIED = ("topic_id", "topic_name", "partition_id", "broker_id", "resource_type", "resource_name")
 _RANGES = StructType([StructField("r_cluster", StringType(), False), StructField("lo", LongType(), False),
                       StructField("hi", LongType(), False)])
-_SEEDS = StructType([StructField("file_id", IntegerType(), False), StructField("cluster_id", StringType(), False),
+_SEEDS = StructType([StructField("file_id", IntegerType(), False),
                      StructField("seed_offset", LongType(), False), StructField("seed_time", LongType(), True)])
 
 
-def replay_events(spark: SparkSession, records: DataFrame, decoded: DataFrame, plans: dict[str, Plan]) -> DataFrame:
+def replay_events(spark: SparkSession, records: DataFrame, snapshot_records: DataFrame,
+                  plans: dict[str, Plan]) -> DataFrame:
     """Every event of the timelines that follow the plan: committed log records inside the
-    replayable ranges (at their effective offset), then the seed snapshots' records."""
+    replayable ranges (at their effective offset), then the seed snapshots' records. ``records``
+    are the log's decoded records with ``cluster_id`` and their transaction (``transactions.tag``),
+    ``snapshot_records`` those of the snapshots, with ``cluster_id``."""
     ranges = F.broadcast(spark.createDataFrame(
         [(c, lo, hi) for c, p in plans.items() for lo, hi in p.ranges], _RANGES))
     log = records.filter(F.col("record_type").isin(*E.REPLAYED_TYPES) & F.col("error").isNull()
@@ -34,29 +38,29 @@ def replay_events(spark: SparkSession, records: DataFrame, decoded: DataFrame, p
         "offset", F.lit(0).cast("long").alias("seq"),
         F.when(committed, F.col("txn_end_timestamp")).otherwise(F.col("timestamp")).alias("eff_time"),
         "epoch", "record_type", F.coalesce("data_json", "payload").alias("data"), *_CARRIED)
-    seeds = [(s.file_id, c, s.end_offset - 1, s.timestamp) for c, p in plans.items() for s in p.seeds]
+    seeds = [(s.file_id, s.end_offset - 1, s.timestamp) for p in plans.values() for s in p.seeds]
     if not seeds:
         return log
     seed = F.broadcast(spark.createDataFrame(seeds, _SEEDS))
-    snap = decoded.filter((F.col("row_kind") == RECORD) & F.col("record_type").isin(*E.REPLAYED_TYPES)
-                          & F.col("error").isNull() & ~F.col("is_control")).join(seed, "file_id").select(
+    snap = snapshot_records.filter(F.col("record_type").isin(*E.REPLAYED_TYPES) & F.col("error").isNull()
+                                   & ~F.col("is_control")).join(seed, "file_id").select(
         "cluster_id", F.col("seed_offset").alias("eff_offset"), F.col("seed_offset").alias("offset"),
         F.col("offset").alias("seq"), F.col("seed_time").alias("eff_time"), "epoch", "record_type",
         F.coalesce("data_json", "payload").alias("data"), *_CARRIED)
     return log.unionByName(snap)
 
 
-def controller_events(records: DataFrame) -> DataFrame:
-    """Raft control records, and the first offset of each leader epoch (where the leader is unknown
-    until a LeaderChange says who won)."""
+def controller_events(spark: SparkSession, records: DataFrame,
+                      epoch_starts: list[tuple[str, int, int, int]]) -> DataFrame:
+    """Raft control records, and the first offset of each leader epoch (cluster, epoch, offset, ms),
+    where the leader is unknown until a LeaderChange says who won."""
     control = records.filter(F.col("is_control") & F.col("record_type").isin(*E.CONTROLLER.records)
                              & F.col("error").isNull()).select(
         "cluster_id", F.col("offset").alias("eff_offset"), "offset", F.lit(0).cast("long").alias("seq"),
         F.col("timestamp").alias("eff_time"), "epoch", "record_type", F.col("payload").alias("data"))
-    starts = records.groupBy("cluster_id", "epoch").agg(F.min("offset").alias("offset"),
-                                                        F.min_by("timestamp", "offset").alias("eff_time")).select(
+    starts = spark.createDataFrame(epoch_starts, "cluster_id string, epoch int, offset long, eff_time long").select(
         "cluster_id", F.col("offset").alias("eff_offset"), "offset", F.lit(-1).cast("long").alias("seq"), "eff_time",
-        "epoch", F.lit("NO_OP_RECORD").alias("record_type"), F.lit("{}").alias("data"))
+        "epoch", F.lit(EPOCH_START).alias("record_type"), F.lit("{}").alias("data"))
     return control.unionByName(starts)
 
 

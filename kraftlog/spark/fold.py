@@ -100,8 +100,9 @@ class _Timeline:
             self.settle()
         self.reset_until(eff)
         self.image.apply(Replayed(record_type, json.loads(data)), offset, ms, epoch)
-        self.at, self.at_ms, self.change_offset = eff, ms, offset
-        if not self.seeded:
+        self.at, self.change_offset = eff, offset
+        if not self.seeded:  # a snapshot's records take the snapshot's time
+            self.at_ms = ms
             self.types.append(record_type)
 
     def reset_until(self, eff: float) -> None:

@@ -1,5 +1,6 @@
-"""The whole job: discover, decode, deduplicate copies, drop aborted transactions, fold timelines,
-cut views, write every table to staging and publish it with a manifest."""
+"""The whole job: discover, scan every copy, choose which copy supplies each offset, decode those
+records, drop aborted transactions, fold timelines, cut views, and publish every table with a
+manifest. The passes over the files write the two big tables themselves (see ``decode``)."""
 
 import sys
 import time
@@ -9,24 +10,32 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import pyspark
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StringType, StructField
 
 from kraftlog import __version__
 from kraftlog.files.reader import Limits
-from kraftlog.spark import copies, entities, events, tables, views
+from kraftlog.spark import copies, entities, events, passes, tables, views
+from kraftlog.spark.decode import BATCHES, DECODED, RECORDS
 from kraftlog.spark.discover import Inventory, discover
 from kraftlog.spark.fold import history
 from kraftlog.spark.output import Output, new_run_id
 from kraftlog.spark.plan import Plan, Snapshot, plan
-from kraftlog.spark.read import decoded
-from kraftlog.spark.transactions import MARKERS, tag, transactions
+from kraftlog.spark.transactions import Marker, tag, transactions
 from kraftlog.state.rebuild import parse_time
 from kraftlog.wire.crc import IMPLEMENTATION as CRC_IMPLEMENTATION
 
 #: Snapshot-equivalent views: table -> the timeline it is cut from.
 VIEWS = {"state_topics": entities.TOPIC, "state_partitions": entities.PARTITION, "state_brokers": entities.BROKER,
          "state_configs": entities.CONFIG, "state_features": entities.FEATURE}
+TABLES = ("files", "batches", "problems", "divergence", "records", *(e.table for e in entities.ENTITIES), *VIEWS)
+
+
+def _with_cluster(schema) -> object:
+    s = from_arrow_schema(schema)
+    return s.add(StructField("cluster_id", StringType(), True))
 
 
 @dataclass
@@ -63,8 +72,8 @@ def _snapshots(inv: Inventory, summary: dict, rank: dict[int, int]) -> dict[str,
         if f.kind != "snapshot" or s is None or not s.clean or not s.batches:
             continue
         candidate = (rank[f.copy_id], Snapshot(f.name_offset, f.file_id, s.snapshot_timestamp))
-        best[(f.cluster_id, f.name_offset)] = min(best.get((f.cluster_id, f.name_offset), candidate), candidate,
-                                                  key=lambda x: x[0])
+        key = (f.cluster_id, f.name_offset)
+        best[key] = min(best.get(key, candidate), candidate, key=lambda x: x[0])
     out = defaultdict(list)
     for (cluster, _), (_, snap) in sorted(best.items()):
         out[cluster].append(snap)
@@ -83,14 +92,25 @@ def _plans(inv: Inventory, supplied: list[tuple[int, int, int]], snaps: dict[str
     return {c: plan(covered.get(c, []), snaps.get(c, [])) for c in {c.cluster_id for c in inv.copies}}
 
 
-def _points(spark: SparkSession, opts: Options, clusters: set[str], written_records: DataFrame,
-            snaps: dict[str, list[Snapshot]], names: dict[int, str]) -> DataFrame:
+def _points(opts: Options, inv: Inventory, plans: dict[str, Plan], decoded: list[tuple[int, dict]],
+            snaps: dict[str, list[Snapshot]]) -> list[tuple[str, int, str]]:
+    """(cluster_id, at_offset, label) for every view requested."""
+    clusters = sorted({c.cluster_id for c in inv.copies})
     rows = [(c, n, f"offset {n}") for c in clusters for n in opts.at_offsets]
-    if opts.at_times:
-        rows += views.time_points(written_records, [(t, parse_time(t)) for t in opts.at_times])
+    cluster_of = {f.file_id: f.cluster_id for f in inv.files}
+    last = {c: max((hi for _, hi in p.ranges + p.unreplayable), default=None) for c, p in plans.items()}
+    for k, text in enumerate(opts.at_times):
+        later: dict[str, int] = {}
+        for file_id, body in decoded:
+            c, first = cluster_of[file_id], body["later"][k]
+            if first is not None and first < later.get(c, 1 << 62):
+                later[c] = first
+        rows += [(c, later[c] - 1 if c in later else last[c], f"time {text}") for c in clusters
+                 if c in later or last[c] is not None]
     if opts.every_checkpoint:
+        names = {f.file_id: f.file.rsplit("/", 1)[-1] for f in inv.files}
         rows += [(c, s.end_offset - 1, f"checkpoint {names[s.file_id]}") for c, ss in snaps.items() for s in ss]
-    return views.points(spark, rows)
+    return sorted(set(rows))
 
 
 def run(spark: SparkSession, opts: Options) -> dict:
@@ -101,33 +121,49 @@ def run(spark: SparkSession, opts: Options) -> dict:
     try:
         with stages("discover"):
             inv = discover(opts.inputs)
-            files = F.broadcast(inv.dataframe(spark)).cache()
-        with stages("decode"):
-            dec = out.write("_decoded", decoded(spark, inv, opts.limits), by_cluster=False)
-            summary = copies.summaries(dec)
+            files = inv.dataframe(spark).select("file_id", "cluster_id").cache()
+        with stages("scan"):
+            scanned = passes.by_kind(passes.scan(spark, inv, out.root, run_id, opts.limits))
+            summary = copies.summaries(scanned["file"])
+            batches = out.staged("batches", _with_cluster(BATCHES), sum(s.batches for s in summary.values()))
         with stages("copies"):
             rank = copies.ranks(inv, summary)
-            rank_df = spark.createDataFrame(sorted(rank.items()), "copy_id int, rank int")
-            mismatched = spark.createDataFrame(copies.block_mismatches(dec, files).collect(),
-                                               "cluster_id string, block long")
-            divergent = out.write("divergence", copies.divergence(dec, files, mismatched, rank_df))
+            mismatched = copies.block_mismatches(inv, scanned["block"])
+            divergent = out.write("divergence", copies.divergence(spark, batches, inv, rank, mismatched))
             supplied = copies.suppliers(inv, summary, rank, copies.cuts(divergent))
-        with stages("records"):
-            names = tables.topic_names(dec, files).cache()
-            chosen = tables.located_records(copies.chosen_records(spark, dec, supplied), files, names)
-            markers = chosen.filter(F.col("record_type").isin(*MARKERS)) \
-                .select("cluster_id", "offset", "timestamp", "record_type", "payload").collect()
-            records = tag(spark, chosen, transactions(markers))
-            written = out.write("records", tables.records_table(records, opts.redact))
-        with stages("timelines"):
             snaps = _snapshots(inv, summary, rank)
             plans = _plans(inv, supplied, snaps)
+        with stages("decode"):
+            times = [parse_time(t) for t in opts.at_times]
+            decoded_notes = passes.by_kind(passes.decode(spark, inv, copies.wanted(supplied), out.root, times,
+                                                         opts.limits))
+            cluster_of = {f.file_id: f.cluster_id for f in inv.files}
+            txns = transactions(Marker(cluster_of[i], **m) for i, m in decoded_notes["marker"])
+            snapshot_records = out.staged("snapshot_records", from_arrow_schema(DECODED)).join(files, "file_id")
+            topics = {(cluster_of[i], *body) for i, body in decoded_notes["topic"]} | {
+                tuple(r) for r in snapshot_records.filter(F.col("record_type") == "TOPIC_RECORD")
+                .select("cluster_id", "topic_id", "topic_name").distinct().collect()}
+        with stages("records"):
+            by_cluster = defaultdict(list)
+            for cluster, begin, end, _, state in txns:
+                by_cluster[cluster].append((begin, end, state))
+            finished = passes.by_kind(passes.finish(spark, inv, sorted({i for i, _ in decoded_notes["decoded"]}), out.root, run_id,
+                                     {t: n for _, t, n in topics}, {c: sorted(t) for c, t in by_cluster.items()},
+                                     opts.redact))
+            out.staged("records", _with_cluster(RECORDS), sum(n for _, n in finished["records"]))
+        with stages("timelines"):
+            log = tag(spark, out.staged("decoded", from_arrow_schema(DECODED)).join(files, "file_id"), txns)
+            replayed = events.replay_events(spark, log, snapshot_records, plans).cache()
+            topic_names = spark.createDataFrame(sorted(topics), "cluster_id string, topic_id string, topic_name string")
+            epochs: dict[tuple[str, int], tuple[int, int]] = {}
+            for i, e in decoded_notes["epoch"]:
+                key = (cluster_of[i], e["epoch"])
+                epochs[key] = min(epochs.get(key, (e["offset"], e["timestamp"])), (e["offset"], e["timestamp"]))
             resets = {c: p.resets for c, p in plans.items()}
-            replayed = events.replay_events(spark, records, dec, plans).cache()
             timelines = {}
             for entity in entities.ENTITIES:
-                source = events.controller_events(records) if entity is entities.CONTROLLER \
-                    else events.entity_events(entity, replayed, names)
+                source = events.controller_events(spark, log, [(c, e, o, t) for (c, e), (o, t) in epochs.items()]) \
+                    if entity is entities.CONTROLLER else events.entity_events(entity, replayed, topic_names)
                 h = history(entity, source, resets, opts.redact)
                 if entity is entities.CONFIG:
                     h = h.withColumn("resource_type", views.resource_type_name("resource_type_id"))
@@ -135,8 +171,7 @@ def run(spark: SparkSession, opts: Options) -> dict:
                     timelines[entity.table] = out.write(entity.table, h)
             replayed.unpersist()
         with stages("views"):
-            file_names = {f.file_id: f.file.rsplit("/", 1)[-1] for f in inv.files}
-            at = _points(spark, opts, {c.cluster_id for c in inv.copies}, written, snaps, file_names).cache()
+            at = views.points(spark, _points(opts, inv, plans, decoded_notes["decoded"], snaps)).cache()
             state = {name: views.view(timelines[e.table], e, at) for name, e in VIEWS.items()}
             counts = state["state_partitions"].groupBy("cluster_id", "at_offset", "topic_id").count() \
                 .withColumnRenamed("count", "partitions")
@@ -149,11 +184,11 @@ def run(spark: SparkSession, opts: Options) -> dict:
         with stages("files"):
             seeds = {s.file_id: f"seeds the timelines at offset {s.end_offset - 1}"
                      for p in plans.values() for s in p.seeds}
-            out.write("files", tables.files_table(spark, inv.dataframe(spark), summary, seeds))
-            out.write("batches", tables.batches_table(dec, files))
+            out.write("files", tables.files_table(spark, inv, summary, seeds))
             unreplayable = [(c, lo, hi) for c, p in plans.items() for lo, hi in p.unreplayable]
-            out.write("problems", tables.problems_table(spark, dec, files, inv, unreplayable))
-            out.drop("_decoded")
+            out.write("problems", tables.problems_table(spark, inv, {**scanned, **decoded_notes}, unreplayable))
+            for tmp in ("decoded", "snapshot_records"):
+                out.drop(tmp)
         manifest = _manifest(spark, out, opts, inv, rank, plans, stages, run_id, started)
         out.write_manifest(manifest)
         out.publish()
@@ -163,12 +198,8 @@ def run(spark: SparkSession, opts: Options) -> dict:
         raise
 
 
-TABLES = ("files", "batches", "problems", "divergence", "records", *(e.table for e in entities.ENTITIES), *VIEWS)
-
-
 def _manifest(spark: SparkSession, out: Output, opts: Options, inv: Inventory, rank: dict[int, int],
               plans: dict[str, Plan], stages: Stages, run_id: str, started: datetime) -> dict:
-    counts = {t: out.counts[t] for t in TABLES}
     clusters = {}
     for c in sorted({c.cluster_id for c in inv.copies}):
         p = plans[c]
@@ -190,7 +221,9 @@ def _manifest(spark: SparkSession, out: Output, opts: Options, inv: Inventory, r
         "versions": {"kraftlog": __version__, "pyspark": pyspark.__version__, "python": sys.version.split()[0],
                      "crc32c": CRC_IMPLEMENTATION},
         "master": spark.sparkContext.master,
-        "counts": counts,
+        "input_bytes": sum(f.bytes for f in inv.readable),
+        "counts": {t: out.counts[t] for t in TABLES},
         "stage_seconds": stages.seconds,
         "clusters": clusters,
     }
+

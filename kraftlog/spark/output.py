@@ -11,6 +11,7 @@ from urllib.parse import urlparse
 import uuid6
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 MANIFEST = "_manifest.json"
 
@@ -35,8 +36,23 @@ class Output:
         self.staging = self._path(parent, f".{name}.staging-{run_id}")
         self._previous = self._path(parent, f".{name}.previous-{run_id}")
 
+    @property
+    def root(self) -> str:
+        """The staging folder's URI, where the passes' tasks write their tables."""
+        return str(self.staging)
+
     def path(self, table: str) -> str:
         return str(self._path(self.staging, table))
+
+    def staged(self, table: str, schema: StructType, rows: int | None = None) -> DataFrame:
+        """A table the passes wrote themselves (``rows`` known for a published one)."""
+        if self.fs.exists(self._path(self.staging, table)):
+            df = self.spark.read.schema(schema).parquet(self.path(table))
+        else:
+            df = self.spark.createDataFrame([], schema)
+        if rows is not None:
+            self.written[table], self.counts[table] = df, rows
+        return df
 
     def write(self, table: str, df: DataFrame, by_cluster: bool = True) -> DataFrame:
         """Write ``table`` (with the run id) into staging; returns it read back from there."""

@@ -4,6 +4,7 @@ and an Abort drops. The rule is the state layer's own: the markers go through a 
 import json
 from collections import defaultdict
 from collections.abc import Iterable
+from typing import NamedTuple
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -24,9 +25,18 @@ TRANSACTIONS_SCHEMA = StructType([
 ])
 
 
-def transactions(markers: Iterable) -> list[tuple]:
-    """Rows of ``TRANSACTIONS_SCHEMA`` from marker rows (cluster_id, offset, timestamp, record_type,
-    payload), per cluster in offset order. A marker Kafka would refuse (a second Begin, an End with
+class Marker(NamedTuple):
+    """A Begin-, End- or AbortTransactionRecord of a cluster's log."""
+
+    cluster_id: str
+    offset: int
+    timestamp: int
+    record_type: str
+    payload: str | None
+
+
+def transactions(markers: Iterable[Marker]) -> list[tuple]:
+    """Rows of ``TRANSACTIONS_SCHEMA`` from the markers, per cluster in offset order. A marker Kafka would refuse (a second Begin, an End with
     nothing open) changes nothing, as in replay."""
     by_cluster = defaultdict(list)
     for m in markers:

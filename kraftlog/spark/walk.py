@@ -125,9 +125,12 @@ def _fast_batches(buf: bytes, pos: int, limits: Limits, most: int) -> tuple[list
     return starts, crcs, pos
 
 
-def walk(buf: bytes, limits: Limits = Limits(), chunk: int = 1 << 18) -> Iterator[Walk]:
+def walk(buf: bytes, limits: Limits = Limits(), chunk: int = 1 << 18,
+         want: list[tuple[int, int]] | None = None) -> Iterator[Walk]:
     """Every batch, record and unreadable region of one file's bytes, in file order, in walks of
-    about ``chunk`` batches (so a 1 GiB segment never becomes one set of columns)."""
+    about ``chunk`` batches (so a 1 GiB segment never becomes one set of columns). With ``want``
+    (sorted, disjoint offset intervals) only batches that reach into one have their records read:
+    an empty list walks headers and CRCs only."""
     pos = 0
     while pos < len(buf):
         starts, crcs, stop = _fast_batches(buf, pos, limits, chunk)
@@ -143,20 +146,33 @@ def walk(buf: bytes, limits: Limits = Limits(), chunk: int = 1 << 18) -> Iterato
         n = len(positions)
         w = Walk(positions, header, np.ones(n, bool), [None] * n)
         slow = _Records()
-        _fast_records(buf, w, slow, limits)
+        _fast_records(buf, w, slow, limits, _wanted(header, want))
         if stop < len(buf) and len(starts) < chunk or bad.size:
-            stop = _slow_until_clean(buf, stop, w, slow, limits)
+            stop = _slow_until_clean(buf, stop, w, slow, limits, want)
         _merge(w, slow)
         yield w
         pos = stop
 
 
-def _fast_records(buf: bytes, w: Walk, slow: _Records, limits: Limits) -> None:
+def _wanted(header: dict[str, np.ndarray], want: list[tuple[int, int]] | None) -> np.ndarray:
+    """Which batches reach into one of the wanted offset intervals."""
+    base = header["baseOffset"]
+    if want is None:
+        return np.ones(len(base), bool)
+    if not want:
+        return np.zeros(len(base), bool)
+    lo, hi = (np.asarray(x, np.int64) for x in zip(*want, strict=True))
+    i = np.searchsorted(hi, base)  # the first interval ending at or after the batch's start
+    last = base + header["lastOffsetDelta"]
+    return (i < len(hi)) & (lo[np.minimum(i, len(lo) - 1)] <= last)
+
+
+def _fast_records(buf: bytes, w: Walk, slow: _Records, limits: Limits, wanted: np.ndarray) -> None:
     """One-record uncompressed batches become vector rows, decoded once per distinct payload; the
-    other batches are decoded one by one."""
+    other wanted batches are decoded one by one."""
     h = w.header
     size = h["batchLength"] + (LOG_OVERHEAD - HEADER_SIZE)
-    small = (h["recordsCount"] == 1) & ((h["attributes"] & COMPRESSION_MASK) == 0) & (size <= _SMALL)
+    small = wanted & (h["recordsCount"] == 1) & ((h["attributes"] & COMPRESSION_MASK) == 0) & (size <= _SMALL)
     memo, kv = _memo, w.kv
     local: dict[bytes, int] = {}  # payload -> index into kv (and deltas), for this file
     deltas: list[tuple[int, int]] = []
@@ -174,7 +190,7 @@ def _fast_records(buf: bytes, w: Walk, slow: _Records, limits: Limits) -> None:
             kv.append(seen[2:])
             deltas.append(seen[:2])
         entry[i] = j
-    for i in np.flatnonzero(entry < 0).tolist():
+    for i in np.flatnonzero((entry < 0) & wanted).tolist():
         pos = int(w.positions[i])
         batch = decode_batch_at(buf, pos, pos, limits.max_decompressed, verify_crc=False)
         w.errors[i] = batch.error
@@ -216,7 +232,8 @@ class _View:
         return out
 
 
-def _slow_until_clean(buf: bytes, start: int, w: Walk, slow: _Records, limits: Limits) -> int:
+def _slow_until_clean(buf: bytes, start: int, w: Walk, slow: _Records, limits: Limits,
+                      want: list[tuple[int, int]] | None) -> int:
     """The reader's verdict from ``start`` up to the first CRC-valid batch after the trouble (where
     the fast loop can take over again); returns the position after what was consumed."""
     batches: list[Batch] = []
@@ -227,7 +244,9 @@ def _slow_until_clean(buf: bytes, start: int, w: Walk, slow: _Records, limits: L
             detail = _AT.sub(lambda m: f"batch at {int(m[1]) + start}", item.detail)
             w.regions.append(dataclasses.replace(item, position=item.position + start, detail=detail))
             continue
-        slow.add(w.count + len(batches), item.records, w.kv)
+        if want is None or _wanted({"baseOffset": np.asarray([item.base_offset]),
+                                    "lastOffsetDelta": np.asarray([item.last_offset_delta])}, want)[0]:
+            slow.add(w.count + len(batches), item.records, w.kv)
         batches.append(item)
         if item.crc_valid:
             end = start + item.position + item.size

@@ -1,0 +1,56 @@
+"""Parquet written by the Python tasks themselves, into the run's staging folder.
+
+The two big tables (a row per batch of every copy, a row per record) are built as Arrow columns
+in the tasks that decode the files; handing them to the JVM only to be turned into rows and back
+into columns costs more than the whole decode on a small machine. So the task writes them with
+pyarrow, under Spark's table layout (``<table>/cluster_id=<id>/part-<file>.parquet``), to a
+temporary name renamed into place: a retried or speculative task replaces its file whole.
+"""
+
+import uuid
+from urllib.parse import urlparse
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+#: Characters Spark escapes in partition folder names (``ExternalCatalogUtils.escapePathName``).
+_ESCAPED = set(chr(c) for c in range(1, 32)) | set('"#%\'*/:=?\\\x7f{[]^')
+
+
+def partition_value(value: str) -> str:
+    """``cluster_id=<value>`` as Spark writes and reads it back."""
+    return "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in value)
+
+
+def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
+    """A pyarrow filesystem and path for a Hadoop-style URI (``file:/x``, ``hdfs://nn/x``, ``s3a://b/x``)."""
+    parsed = urlparse(uri)
+    if parsed.scheme in ("", "file"):
+        return pafs.LocalFileSystem(), parsed.path
+    scheme = "s3" if parsed.scheme in ("s3a", "s3n") else parsed.scheme
+    return pafs.FileSystem.from_uri(uri.replace(parsed.scheme + "://", scheme + "://", 1))
+
+
+class Sink:
+    """Streams Arrow batches of one schema into one Parquet file of a staging table."""
+
+    def __init__(self, root: str, table: str, schema: pa.Schema, part: str, cluster_id: str | None = None) -> None:
+        fs, base = filesystem(root)
+        folder = f"{base}/{table}" + (f"/cluster_id={partition_value(cluster_id)}" if cluster_id is not None else "")
+        fs.create_dir(folder, recursive=True)
+        self.fs, self.path = fs, f"{folder}/part-{part}.parquet"
+        self.tmp = f"{folder}/.part-{part}.{uuid.uuid4().hex}.tmp"
+        self.schema = schema
+        self.rows = 0
+        self.writer = pq.ParquetWriter(self.tmp, schema, filesystem=fs, compression="zstd")
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        if batch.num_rows:
+            self.writer.write_batch(batch)
+            self.rows += batch.num_rows
+
+    def close(self) -> int:
+        self.writer.close()
+        self.fs.move(self.tmp, self.path)
+        return self.rows

@@ -1,0 +1,114 @@
+"""The Spark job over kraftlog's fixtures (a single node with aborted metadata transactions, three
+nodes of which one keeps an uncommitted tail, a fleet of three clusters): one run, then the views
+against the local replay at checkpoints, inside and after transactions and at a time."""
+
+from collections import Counter
+
+import pytest
+
+from kraftlog.files.coverage import compare_copies
+from kraftlog.files.logdir import find_nodes, scan_file
+from kraftlog.files.records import iter_entries
+from kraftlog.spark.discover import cluster_of
+from kraftlog.spark.job import Options, run
+from kraftlog.state.image import ABORT, BEGIN, END
+from kraftlog.state.rebuild import parse_time, rebuild
+from spark_support import Views, compared, fixtures, spark, table  # noqa: F401
+
+pytestmark = pytest.mark.spark
+AT_TIME = "2025-01-01T00:10:00Z"
+
+
+def _transactions(node) -> list[tuple[int, int, str]]:
+    """(begin, end or abort offset, marker type) of a node's log, by the files layer's reader."""
+    out, begin = [], None
+    for seg in node.segments:
+        for e in iter_entries(seg):
+            if e.record.type == BEGIN:
+                begin = e.offset
+            elif e.record.type in (END, ABORT) and begin is not None:
+                out.append((begin, e.offset, e.record.type))
+                begin = None
+    return out
+
+
+@pytest.fixture(scope="module")
+def nodes(fixtures):  # noqa: F811
+    return {cluster_of(n): n for n in sorted(find_nodes(fixtures), key=lambda n: n.log_dir.name, reverse=True)
+            if n.node_id != 3}  # the copy to replay: not node 3 of three-nodes, whose tail diverges
+
+
+@pytest.fixture(scope="module")
+def single(fixtures):  # noqa: F811
+    return find_nodes(fixtures / "single-node")[0]
+
+
+@pytest.fixture(scope="module")
+def job(spark, fixtures, single, tmp_path_factory):  # noqa: F811
+    offsets = sorted({o for b, e, _ in _transactions(single) for o in (b - 1, b, b + 1, e - 1, e, e + 1)})
+    out = tmp_path_factory.mktemp("spark-fixtures") / "tables"
+    manifest = run(spark, Options(inputs=[str(fixtures)], output=str(out), at_offsets=offsets, at_times=[AT_TIME],
+                                  every_checkpoint=True))
+    return out, manifest
+
+
+def test_views_equal_local_replay_at_every_point(job, nodes):
+    out, manifest = job
+    views = Views(out)
+    points = views.points()
+    assert len(manifest["clusters"]) == 5 and len(points) > 60
+    for cluster, at in sorted(points):
+        node = nodes[cluster]
+        built = rebuild(node, offset=at, base="none")
+        assert views.image(cluster, at) == compared(built.image.to_json()), (cluster, at)
+
+
+def test_at_time_is_the_offset_before_the_first_later_record(job, nodes):
+    out, _ = job
+    ms = parse_time(AT_TIME)
+    at = {(p["cluster_id"], p["at_offset"]) for p in table(out, "state_features") if p["at"] == f"time {AT_TIME}"}
+    assert len(at) == 5
+    for cluster, offset in at:
+        later = next(e.offset for s in nodes[cluster].segments for e in iter_entries(s) if e.timestamp > ms)
+        assert offset == later - 1
+
+
+def test_aborted_transactions_are_kept_in_records_but_change_nothing(job, single):
+    out, _ = job
+    txns = _transactions(single)
+    aborted = [(b, e) for b, e, kind in txns if kind == ABORT]
+    assert aborted and len(aborted) < len(txns)
+    cluster = cluster_of(single)
+    records = {r["offset"]: r for r in table(out, "records") if r["cluster_id"] == cluster}
+    assert len(records) == sum(scan_file(s).records for s in single.segments)
+    for b, e in aborted:
+        inside = [records[o] for o in range(b, e + 1) if not records[o]["is_control"]]
+        assert {r["txn_state"] for r in inside} == {"aborted"} and {r["txn_begin_offset"] for r in inside} == {b}
+    for name in ("topic_history", "partition_history", "broker_history", "config_history", "acl_history",
+                 "feature_history"):
+        for h in table(out, name):
+            if h["cluster_id"] == cluster:
+                assert not any(b < h["change_offset"] < e for b, e in aborted), (name, h)
+    committed = [(b, e) for b, e, kind in txns if kind == END and e > b + 1]
+    changes = Counter(h["valid_from_offset"] for h in table(out, "partition_history") if h["cluster_id"] == cluster)
+    assert any(changes[e] for _, e in committed), "a committed transaction takes effect at its End"
+
+
+def test_an_uncommitted_tail_diverges_and_is_not_kept(job, fixtures):  # noqa: F811
+    out, _ = job
+    copies = {n.node_id: n for n in find_nodes(fixtures / "three-nodes")}
+    first = compare_copies(copies[1], copies[3]).offset
+    last = scan_file(copies[3].segments[-1]).last_offset
+    cluster = cluster_of(copies[1])
+    div = sorted((d for d in table(out, "divergence") if d["cluster_id"] == cluster), key=lambda d: d["offset"])
+    assert first is not None and [d["offset"] for d in div] == list(range(first, last + 1))
+    assert {d["chosen_node_id"] for d in div} <= {1, 2}
+    assert all(not c["agrees"] for d in div for c in d["copies"] if c["node_id"] == 3)
+    records = [r for r in table(out, "records") if r["cluster_id"] == cluster and r["offset"] >= first]
+    assert records and all(r["node_id"] != 3 for r in records)
+
+
+def test_secrets_are_redacted_in_records(job):
+    out, _ = job
+    scram = [r for r in table(out, "records") if r["record_type"] == "USER_SCRAM_CREDENTIAL_RECORD"]
+    assert scram and all('"salt":"[redacted]"' in r["payload"] for r in scram)

@@ -1,0 +1,49 @@
+"""The cluster recipe: ``spark-submit --py-files kraftlog.zip jobs/kraft_metadata.py ...`` with
+pyspark's own spark-submit, in a folder outside the repo. A ``sitecustomize`` removes the venv's
+editable-install finder from the driver and the Python workers, so kraftlog can only come from
+the zip, as on a cluster where it is not installed."""
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pyspark
+import pytest
+
+from conftest import REPO
+from spark_support import fixtures  # noqa: F401
+
+pytestmark = pytest.mark.spark
+
+_GUARD = '''import sys
+sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
+'''
+
+
+def test_job_runs_from_a_py_files_zip(fixtures, tmp_path):  # noqa: F811
+    package = REPO / "kraftlog"
+    with zipfile.ZipFile(tmp_path / "kraftlog.zip", "w") as z:
+        for path in sorted(package.rglob("*.py")):
+            z.write(path, path.relative_to(REPO))
+    guard = tmp_path / "guard"
+    guard.mkdir()
+    (guard / "sitecustomize.py").write_text(_GUARD)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "SPARK_", "PYTHON"))}
+    env.update(SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
+               PYTHONPATH=str(guard))
+    submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    out = tmp_path / "tables"
+    proc = subprocess.run(
+        [str(submit), "--master", "local[2]", "--conf", "spark.driver.host=127.0.0.1",
+         "--conf", "spark.driver.bindAddress=127.0.0.1", "--conf", "spark.ui.enabled=false",
+         "--py-files", "kraftlog.zip", str(REPO / "jobs" / "kraft_metadata.py"),
+         "--input", str(fixtures / "fleet" / "cluster-3.3"), "--output", str(out), "--at-offset", "1000"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    manifest = json.loads((out / "_manifest.json").read_text())
+    assert manifest["master"] == "local[2]"
+    assert manifest["counts"]["records"] > 2000 and manifest["counts"]["state_partitions"] > 0
+    assert str(REPO) not in env["PYTHONPATH"]

@@ -1,0 +1,158 @@
+"""The Spark job's driver-side rules, without Spark: the replay plan, which copy supplies which
+offsets, the transaction marker table, and the fold (against a plain ClusterImage replay)."""
+
+import json
+
+import pyarrow as pa
+
+from kraftlog.spark import entities
+from kraftlog.spark.copies import FileSummary, _minus, suppliers
+from kraftlog.spark.discover import Copy, FileEntry, Inventory
+from kraftlog.spark.fold import EVENT_COLUMNS, fold_function
+from kraftlog.spark.plan import GAP, SEED, Reset, Snapshot, plan
+from kraftlog.spark.replayed import Replayed
+from kraftlog.spark.transactions import Marker, transactions
+from kraftlog.state.image import ClusterImage
+
+
+def snap(end: int) -> Snapshot:
+    return Snapshot(end, end, 1000 + end)
+
+
+def test_plan_log_from_zero_needs_no_snapshot():
+    p = plan([(0, 99)], [snap(50)])
+    assert (p.ranges, p.resets, p.unreplayable) == ([(0, 99)], [], [])
+
+
+def test_plan_log_after_retention_starts_at_its_earliest_snapshot():
+    p = plan([(40, 99)], [snap(30), snap(60), snap(80)])
+    assert p.ranges == [(60, 99)] and p.unreplayable == [(40, 59)]
+    # snapshot 30 lies before the log: its state holds at its own last offset only
+    assert p.resets == [Reset(29, SEED, snap(30)), Reset(30, GAP), Reset(59, SEED, snap(60))]
+
+
+def test_plan_gap_then_snapshot_and_a_snapshot_alone():
+    p = plan([(0, 9), (20, 29)], [snap(25), snap(100)])
+    assert p.ranges == [(0, 9), (25, 29)]
+    assert p.resets == [Reset(10, GAP), Reset(24, SEED, snap(25)), Reset(30, GAP), Reset(99, SEED, snap(100)),
+                        Reset(100, GAP)]
+    assert p.unreplayable == [(20, 24)]
+
+
+def test_plan_without_log_or_snapshot_before_it():
+    assert plan([(5, 9)], []).unreplayable == [(5, 9)]
+    assert plan([], []).ranges == []
+
+
+def test_minus():
+    assert _minus(0, 10, [(2, 3), (6, 6)]) == [(0, 1), (4, 5), (7, 10)]
+    assert _minus(0, 10, [(0, 10)]) == []
+
+
+def _inventory(*copies: tuple[int, list[tuple[int, int]]]) -> tuple[Inventory, dict]:
+    inv, summary = Inventory(), {}
+    for copy_id, runs in copies:
+        inv.copies.append(Copy(copy_id, "c", copy_id, f"/n{copy_id}"))
+        inv.files.append(FileEntry(copy_id, copy_id, "c", copy_id, f"/n{copy_id}", f"/n{copy_id}/0.log", "segment",
+                                   0, None, 1, None))
+        summary[copy_id] = FileSummary(copy_id, runs, 0, 0, None, None, None, None, None, 0, 0, None)
+    return inv, summary
+
+
+def test_suppliers_best_copy_first_others_fill_in_until_they_disagree():
+    inv, summary = _inventory((0, [(50, 100)]), (1, [(0, 120)]), (2, [(0, 130)]))
+    # copy 1 disagrees from offset 110 on (an uncommitted tail); copy 2 from 125
+    got = suppliers(inv, summary, {0: 0, 1: 1, 2: 2}, {1: 110, 2: 125})
+    assert got == [(0, 50, 100), (1, 0, 49), (1, 101, 109), (2, 110, 124)]
+
+
+def _marker(offset: int, kind: str, timestamp: int = 0) -> Marker:
+    return Marker("c", offset, timestamp, kind, "{}")
+
+
+def test_transactions_follow_the_controller_rule():
+    begin, end, abort = "BEGIN_TRANSACTION_RECORD", "END_TRANSACTION_RECORD", "ABORT_TRANSACTION_RECORD"
+    rows = transactions([_marker(1, begin), _marker(5, end, 50), _marker(7, begin), _marker(8, begin),
+                         _marker(9, abort, 90), _marker(10, end), _marker(12, begin)])
+    assert rows == [("c", 1, 5, 50, "committed"), ("c", 7, 9, 90, "aborted"), ("c", 12, None, None, "open")]
+
+
+TOPIC = "AAAAAAAAAAAAAAAAAAAAAQ"
+NEW_TOPIC = "AAAAAAAAAAAAAAAAAAAAAg"
+
+
+def _partition(p: int, **kw) -> tuple[str, dict]:
+    return "PARTITION_RECORD", {"partitionId": p, "topicId": TOPIC, "replicas": [1, 2], "isr": [1, 2],
+                                "removingReplicas": [], "addingReplicas": [], "leader": 1, "leaderEpoch": 0,
+                                "partitionEpoch": 0, "directories": [], **kw}
+
+
+#: (effective offset, offset, record type, data): a topic's life, with a transaction committed at 12.
+EVENTS = [
+    (1, 1, "TOPIC_RECORD", {"name": "orders", "topicId": TOPIC}),
+    (2, 2, *_partition(0)),
+    (3, 3, *_partition(1)),
+    (4, 4, "PARTITION_CHANGE_RECORD", {"partitionId": 0, "topicId": TOPIC, "isr": [1]}),
+    (12, 10, "PARTITION_CHANGE_RECORD", {"partitionId": 1, "topicId": TOPIC, "leader": 2}),
+    (12, 11, "PARTITION_CHANGE_RECORD", {"partitionId": 1, "topicId": TOPIC, "isr": [2]}),
+    (13, 13, "PARTITION_CHANGE_RECORD", {"partitionId": 0, "topicId": TOPIC, "leader": 1}),
+    (14, 14, "PARTITION_CHANGE_RECORD", {"partitionId": 7, "topicId": TOPIC, "leader": 1}),  # refused
+    (15, 15, "REMOVE_TOPIC_RECORD", {"topicId": TOPIC}),
+]
+
+
+def _fold(events: list[tuple], resets: list[Reset]) -> list[dict]:
+    """The partition timeline of EVENTS, routed as the job routes them (topic records to every partition)."""
+    rows = []
+    for p in (0, 1, 7):
+        for eff, offset, kind, data in events:
+            if kind in ("TOPIC_RECORD", "REMOVE_TOPIC_RECORD") or data.get("partitionId") == p:
+                rows.append(("c", TOPIC, p, eff, offset, 0, 1000 + eff, 1, kind, json.dumps(data)))
+    names = ["cluster_id", "topic_id", "partition_id", *EVENT_COLUMNS]
+    batch = pa.RecordBatch.from_arrays([pa.array(c) for c in zip(*rows, strict=True)], names=names)
+    out = fold_function(entities.PARTITION, {"c": resets}, redact=True)(iter([batch]))
+    return pa.Table.from_batches(list(out)).to_pylist()
+
+
+def _replayed_at(events: list[tuple], at: int) -> dict:
+    image = ClusterImage()
+    for eff, offset, kind, data in events:
+        if eff <= at:
+            image.apply(Replayed(kind, data), offset)
+    topic = image.topics.by_id.get(TOPIC)
+    return {} if topic is None else topic["partitions"]
+
+
+def test_fold_equals_replay_at_every_offset():
+    rows = _fold(EVENTS, [])
+    for at in range(0, 18):
+        holds = {r["partition_id"]: r for r in rows if r["valid_from_offset"] <= at
+                 and (r["valid_to_offset"] is None or at < r["valid_to_offset"])}
+        want = _replayed_at(EVENTS, at)
+        assert sorted(holds) == sorted(want), at
+        for p, r in holds.items():
+            w = want[p]
+            assert (r["leader"], r["leader_epoch"], r["partition_epoch"], r["isr"], r["replicas"]) == \
+                (w["leader"], w["leaderEpoch"], w["partitionEpoch"], w["isr"], w["replicas"]), at
+    p1 = [r for r in rows if r["partition_id"] == 1]
+    assert [(r["valid_from_offset"], r["change"], r["changed"], r["change_offset"]) for r in p1] == [
+        (3, "created", [], 3), (12, "changed", ["leader", "leader_epoch", "partition_epoch", "isr"], 11)]
+    assert p1[-1]["valid_to_offset"] == 15 and p1[-1]["ended_by"] == "REMOVE_TOPIC_RECORD"
+
+
+def test_fold_resets_at_a_gap_and_a_seed():
+    seed = Snapshot(31, 9, 5000)
+    seeded = [(30, 30, "TOPIC_RECORD", {"name": "orders", "topicId": TOPIC}), (30, 30, *_partition(1, leader=2))]
+    rows = _fold(EVENTS[:4] + seeded, [Reset(8, GAP), Reset(30, SEED, seed)])
+    p0 = [r for r in rows if r["partition_id"] == 0]
+    assert [(r["valid_from_offset"], r["valid_to_offset"], r["ended_by"]) for r in p0] == [(2, 4, None), (4, 8, "gap")]
+    p1 = [r for r in rows if r["partition_id"] == 1]
+    assert [(r["valid_from_offset"], r["valid_to_offset"], r["change"], r["leader"]) for r in p1] == [
+        (3, 8, "created", 1), (30, None, "snapshot", 2)]
+    assert p1[-1]["valid_from_ms"] == 5000
+
+
+def test_config_values_named_as_secrets_are_redacted_but_still_change():
+    shown = entities.CONFIG.shown
+    assert shown((4, "1", "sasl.jaas.config"), ("a",)) == ("[redacted]",)
+    assert shown((2, "orders", "retention.ms"), ("1",)) == ("1",)
