@@ -42,6 +42,8 @@ def expand_paths(paths: list[str]) -> list[LogFile]:
             out.append(classify(p))
         else:
             raise UsageError(f"no such file or directory: {p}")
+    if not out:
+        raise UsageError("no segments or checkpoints to read in " + ", ".join(paths))
     return out
 
 
