@@ -38,6 +38,14 @@ def test_replay_directory_needs_a_point(capsys):
     assert run(capsys, "replay", NODE)[0] == 2
 
 
+@pytest.mark.parametrize("command", ["replay", "metadata"])
+def test_a_time_that_is_no_time_is_a_usage_error(capsys, command):
+    with pytest.raises(SystemExit) as e:
+        main([command, str(NODE), "--time", "yesterday"])
+    assert e.value.code == 2
+    assert "not an ISO-8601 time or epoch milliseconds: 'yesterday'" in capsys.readouterr().err
+
+
 def test_replay_at_a_time_stops_before_later_records(capsys):
     code, out, _ = run(capsys, "replay", NODE, "--time", "2025-01-22T07:16:34.059Z")
     image = json.loads(out)

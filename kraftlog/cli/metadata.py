@@ -4,7 +4,6 @@ import json
 
 from kraftlog.cli import target
 from kraftlog.state.metadata_view import metadata_response
-from kraftlog.state.rebuild import parse_time
 
 
 def add_parser(sub) -> None:
@@ -19,6 +18,6 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    built = target.state_at(args, args.offset, parse_time(args.time) if args.time else None)
+    built = target.state_at(args, args.offset, args.time)
     print(json.dumps(metadata_response(built.image, args.listener), indent=2))
     return target.report(built)

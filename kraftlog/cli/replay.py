@@ -3,7 +3,6 @@
 import json
 
 from kraftlog.cli import progress, target
-from kraftlog.state.rebuild import parse_time
 from kraftlog.state.tree import render_tree
 
 
@@ -21,10 +20,9 @@ def add_parser(sub) -> None:
 
 @progress.shown("path")
 def run(args) -> int:
-    time_ms = parse_time(args.time) if args.time else None
-    if args.offset is None and time_ms is None and not target.Path(args.path).is_file():
+    if args.offset is None and args.time is None and not target.Path(args.path).is_file():
         raise target.main.UsageError("replay of a directory needs --offset N or --time T")
-    built = target.state_at(args, args.offset, time_ms)
+    built = target.state_at(args, args.offset, args.time)
     redact = not args.no_redact
     if args.format == "tree":
         print(render_tree(built.image, redact=redact))

@@ -21,10 +21,18 @@ def add_node_args(p: argparse.ArgumentParser) -> None:
     main.add_limits(p)
 
 
+def time_arg(text: str) -> int:
+    """``--time`` as epoch ms; a text that is no time is argparse's usage error, not a traceback."""
+    try:
+        return parse_time(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def add_point_args(p: argparse.ArgumentParser, required: bool = True) -> None:
     g = p.add_mutually_exclusive_group(required=required)
     g.add_argument("--offset", type=int, metavar="N", help="state after every record with offset <= N")
-    g.add_argument("--time", metavar="T",
+    g.add_argument("--time", type=time_arg, metavar="T",
                    help="state after every record with timestamp <= T (ISO-8601, UTC unless it says, or epoch ms)")
     p.add_argument("--base", default="auto", metavar="auto|none|CHECKPOINT",
                    help="start from the latest snapshot at or below the target (auto, default), from the "
