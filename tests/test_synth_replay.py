@@ -7,6 +7,7 @@ import random
 import pytest
 from test_synth import all_clusters, generated, truth_of  # noqa: F401  (generated is a fixture)
 
+from conftest import REPO
 from kraftlog.files.logdir import find_nodes
 
 rebuild_module = pytest.importorskip("kraftlog.state.rebuild", reason="kraftlog.state (replay) is not there yet")
@@ -145,3 +146,21 @@ def test_the_diverging_copy_replays_its_uncommitted_change(generated):  # noqa: 
                 assert (value == change["value"]) == (node_id == tail["node"]), (cluster, node_id)
             checked += 1
     assert checked >= 2
+
+
+def test_replay_reads_no_segment_that_ends_before_its_snapshot(monkeypatch):
+    """Reaching an offset costs the log after the snapshot, not every segment before it."""
+    from kraftlog.state import rebuild as rb
+
+    node = find_nodes(str(REPO / "fixtures" / "single-node"))[0]
+    target = node.snapshots[-1].offset + 20  # the last snapshot lies in the last of several segments
+    assert len(node.segments) > 2 and node.segments[-1].offset < node.snapshots[-1].offset
+    whole = rb.rebuild(node, offset=target, base="none").image.to_json()
+    read = []
+    real = rb.iter_entries
+    monkeypatch.setattr(rb, "iter_entries", lambda lf, *a, **k: (read.append(lf.path.name), real(lf, *a, **k))[1])
+    built = rb.rebuild(node, offset=target)
+    assert built.base == f"snapshot {node.snapshots[-1].path.name}" and not built.problems.messages
+    assert [n for n in read if n.endswith(".log")] == [node.segments[-1].path.name]
+    assert {k: v for k, v in built.image.to_json().items() if k != "provenance"} == \
+        {k: v for k, v in whole.items() if k != "provenance"}

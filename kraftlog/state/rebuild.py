@@ -69,9 +69,15 @@ def _until_time(entries: Iterable[Entry], time_ms: int) -> Iterator[Entry]:
 
 
 def log_entries(node: NodeDir, start: int, limits: Limits, problems: ReadProblems) -> Iterator[Entry]:
-    """Records of every segment from offset ``start`` on, noting a gap where offsets jump."""
+    """Records of every segment from offset ``start`` on, noting a gap where offsets jump.
+
+    A segment whose successor is named at or below ``start`` holds only earlier offsets (a
+    segment's name is its base offset, as Kafka has it), so it is not read at all."""
     expected = start
-    for seg in node.segments:
+    segments = node.segments
+    for i, seg in enumerate(segments):
+        if i + 1 < len(segments) and segments[i + 1].offset <= start:
+            continue
         for e in iter_entries(seg, limits, problems, start=start):
             if e.offset > expected >= 0 and e.offset != expected:
                 problems.messages.append(f"offsets {expected}-{e.offset - 1} are missing from the log")
