@@ -1,7 +1,7 @@
 """Spark job: copied KRaft ``__cluster_metadata`` log directories -> Parquet tables.
 
     spark-submit jobs/kraft_metadata.py --input PATH [PATH...] --output OUT
-        [--at-offset N ...] [--at-time T ...] [--every-checkpoint]
+        [--at-offset N ...] [--at-time T ...] [--every-checkpoint] [--report FILE]
 
 also ``python jobs/kraft_metadata.py ...`` (an embedded ``local[*]`` session; ``--master`` to
 override). The work is in ``kraftlog.spark``; this file only reads the command line.
@@ -12,7 +12,7 @@ import json
 import sys
 
 from kraftlog.files.reader import DEFAULT_MAX_BATCH_BYTES, Limits
-from kraftlog.spark.job import Options, run
+from kraftlog.spark.job import Options, check_report, run
 from kraftlog.spark.session import session
 from kraftlog.wire.codecs import DEFAULT_MAX_DECOMPRESSED
 
@@ -28,11 +28,22 @@ def parse(argv: list[str]) -> argparse.Namespace:
                    help="views after every record with timestamp <= T (ISO-8601, UTC unless it says; or epoch ms)")
     p.add_argument("--every-checkpoint", action="store_true",
                    help="views at each checkpoint's last contained offset (end offset - 1)")
+    p.add_argument("--report", metavar="FILE",
+                   help="after publishing the tables, write the HTML timeline report (as `kraftlog report`) of "
+                   "each cluster's first-ranked copy to FILE, or with several clusters one file each beside it "
+                   "(out/r.html -> out/r-<cluster_id>.html). Read and written on the driver, which reads the "
+                   "inputs for discovery already; never inside an input. Exit 1 if a report fails (the tables stay)")
     p.add_argument("--master", help="Spark master (default: local[*], or what spark-submit was given)")
     p.add_argument("--no-redact", action="store_true", help="write secret config values and SCRAM keys as they are")
     p.add_argument("--max-batch-bytes", type=int, default=DEFAULT_MAX_BATCH_BYTES)
     p.add_argument("--max-decompressed", type=int, default=DEFAULT_MAX_DECOMPRESSED)
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.report:
+        try:
+            check_report(args.report, args.input)
+        except ValueError as e:
+            p.error(str(e))
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,9 +52,13 @@ def main(argv: list[str] | None = None) -> int:
     manifest = run(spark, Options(
         inputs=args.input, output=args.output, at_offsets=args.at_offset, at_times=args.at_time,
         every_checkpoint=args.every_checkpoint, redact=not args.no_redact,
-        limits=Limits(args.max_batch_bytes, args.max_decompressed)))
-    print(json.dumps({k: manifest[k] for k in ("run_id", "counts", "stage_seconds")}, indent=2))
-    return 0
+        limits=Limits(args.max_batch_bytes, args.max_decompressed), report=args.report))
+    print(json.dumps({k: manifest[k] for k in ("run_id", "counts", "stage_seconds", "reports")}, indent=2))
+    failed = {c: r["error"] for c, r in manifest["reports"].items() if "error" in r}
+    for cluster, error in failed.items():
+        print(f"kraft_metadata.py: no report for cluster {cluster} ({error}); the tables are published in "
+              f"{args.output}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -54,6 +54,7 @@ class Copy:
     cluster_id: str
     node_id: int | None
     log_dir: str
+    metadata_dir: str | None = None  # its __cluster_metadata-N folder, if it has one
 
 
 @dataclass(slots=True)
@@ -92,7 +93,8 @@ def discover(inputs: list[str]) -> Inventory:
             if log_dir in seen:
                 continue
             seen.add(log_dir)
-            copy = Copy(len(inv.copies), cluster_of(node), node.node_id, log_dir)
+            copy = Copy(len(inv.copies), cluster_of(node), node.node_id, log_dir,
+                        str(node.metadata_dir.absolute()) if node.metadata_dir else None)
             inv.copies.append(copy)
             inv.problems.extend((copy.copy_id, p) for p in node.problems)
 

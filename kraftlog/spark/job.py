@@ -1,13 +1,17 @@
 """The whole job: discover, scan every copy, choose which copy supplies each offset, decode those
 records, drop aborted transactions, fold timelines, cut views, and publish every table with a
-manifest. The passes over the files write the two big tables themselves (see ``decode``)."""
+manifest; then, if asked, each cluster's HTML timeline report. The passes over the files write the
+two big tables themselves (see ``decode``)."""
 
+import re
 import sys
 import time
 from collections import defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import urlparse
 
 import pyspark
 from pyspark.sql import SparkSession
@@ -16,10 +20,13 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StringType, StructField
 
 from kraftlog import __version__
+from kraftlog.files.logdir import load_node
+from kraftlog.files.paths import METADATA_DIR_RE
 from kraftlog.files.reader import Limits
+from kraftlog.report import collect, write_report
 from kraftlog.spark import copies, entities, events, passes, tables, views
 from kraftlog.spark.decode import BATCHES, DECODED, RECORDS
-from kraftlog.spark.discover import Inventory, discover
+from kraftlog.spark.discover import Inventory, discover, local_path
 from kraftlog.spark.fold import history
 from kraftlog.spark.output import Output, new_run_id
 from kraftlog.spark.plan import Plan, Snapshot, plan
@@ -47,6 +54,7 @@ class Options:
     every_checkpoint: bool = False
     redact: bool = True
     limits: Limits = field(default_factory=Limits)
+    report: str | None = None  # HTML file on the driver's filesystem; one per cluster when there are several
 
 
 class Stages:
@@ -113,8 +121,56 @@ def _points(opts: Options, inv: Inventory, plans: dict[str, Plan], decoded: list
     return sorted(set(rows))
 
 
+def check_report(report: str, inputs: list[str]) -> None:
+    """Refuse, before any work, a report the job could not write or would write into what it reads
+    (an input, or the log dir of a metadata folder given as one): reading never writes into an input."""
+    if urlparse(report).scheme not in ("", "file"):
+        raise ValueError(f"--report {report}: the report is written on the driver's filesystem; give a local path")
+    target = Path(local_path(report)).resolve()
+    if target.is_dir():
+        raise ValueError(f"--report {report} is a directory; give the HTML file to write")
+    if not target.parent.is_dir():
+        raise ValueError(f"--report {report}: no such directory {target.parent}")
+    for given in inputs:
+        root = Path(local_path(given)).resolve()
+        read = root.parent if METADATA_DIR_RE.match(root.name) else root
+        if target.is_relative_to(read):
+            where = given if read == root else f"{read}, the log dir of input {given}"
+            raise ValueError(f"--report {report} is inside {where}; reading never writes into an input")
+
+
+def report_file(report: str, cluster_id: str, clusters: int) -> Path:
+    """``report`` itself for one cluster; for several, ``<stem>-<cluster_id><suffix>`` beside it. Kafka's
+    cluster ids are base64url; anything else (from a copied meta.properties) must not name another folder."""
+    path = Path(local_path(report))
+    if clusters == 1:
+        return path
+    return path.with_name(f"{path.stem}-{re.sub(r'[^A-Za-z0-9_-]', '_', cluster_id)}{path.suffix}")
+
+
+def _reports(opts: Options, inv: Inventory, rank: dict[int, int]) -> dict[str, dict]:
+    """Each cluster's report (``kraftlog report``'s page) of the copy ranked first, read on the driver as
+    discovery was. A report that fails is recorded with its error: the tables are published by then."""
+    clusters = sorted({c.cluster_id for c in inv.copies})
+    out = {}
+    for cluster in clusters:
+        best = min((c for c in inv.copies if c.cluster_id == cluster), key=lambda c: rank[c.copy_id])
+        path = report_file(opts.report, cluster, len(clusters))
+        entry = {"path": str(path), "node_id": best.node_id, "log_dir": best.log_dir}
+        try:
+            node = load_node(Path(best.log_dir), Path(best.metadata_dir) if best.metadata_dir else None)
+            model = collect(node, limits=opts.limits, redact=opts.redact)
+            entry |= {"bytes": write_report(model, path), "problems": model.problems.total}
+        except Exception as e:
+            entry["error"] = f"{type(e).__name__}: {e}"
+        out[cluster] = entry
+    return out
+
+
 def run(spark: SparkSession, opts: Options) -> dict:
     """Run the job; returns the manifest written beside the tables."""
+    if opts.report:
+        check_report(opts.report, opts.inputs)
     run_id, started = new_run_id(), datetime.now(UTC)
     out = Output(spark, opts.output, run_id)
     stages = Stages()
@@ -192,10 +248,14 @@ def run(spark: SparkSession, opts: Options) -> dict:
         manifest = _manifest(spark, out, opts, inv, rank, plans, stages, run_id, started)
         out.write_manifest(manifest)
         out.publish()
-        return manifest
     except BaseException:
         out.abandon()
         raise
+    if opts.report:
+        with stages("report"):
+            manifest["reports"] = _reports(opts, inv, rank)
+        out.write_manifest(manifest)
+    return manifest
 
 
 def _manifest(spark: SparkSession, out: Output, opts: Options, inv: Inventory, rank: dict[int, int],
@@ -216,7 +276,7 @@ def _manifest(spark: SparkSession, out: Output, opts: Options, inv: Inventory, r
         "finished": datetime.now(UTC).isoformat(),
         "inputs": opts.inputs,
         "options": {"at_offsets": opts.at_offsets, "at_times": opts.at_times,
-                    "every_checkpoint": opts.every_checkpoint, "redact": opts.redact,
+                    "every_checkpoint": opts.every_checkpoint, "redact": opts.redact, "report": opts.report,
                     "max_batch_bytes": opts.limits.max_batch_bytes, "max_decompressed": opts.limits.max_decompressed},
         "versions": {"kraftlog": __version__, "pyspark": pyspark.__version__, "python": sys.version.split()[0],
                      "crc32c": CRC_IMPLEMENTATION},
@@ -225,5 +285,6 @@ def _manifest(spark: SparkSession, out: Output, opts: Options, inv: Inventory, r
         "counts": {t: out.counts[t] for t in TABLES},
         "stage_seconds": stages.seconds,
         "clusters": clusters,
+        "reports": {},  # cluster id -> path, bytes, node_id, log_dir (or error); filled after publishing
     }
 

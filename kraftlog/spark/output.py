@@ -27,6 +27,7 @@ class Output:
             target = os.path.abspath(target)
         self.spark, self.run_id = spark, run_id
         self.written: dict[str, DataFrame] = {}
+        self.published = False
         self.counts: dict[str, int] = {}
         jvm = spark.sparkContext._jvm
         self._path = jvm.org.apache.hadoop.fs.Path
@@ -68,7 +69,8 @@ class Output:
         return self.written[table]
 
     def write_manifest(self, manifest: dict) -> None:
-        stream = self.fs.create(self._path(self.staging, MANIFEST), True)
+        """Into staging; once published, over the manifest in place (the job's reports come after the tables)."""
+        stream = self.fs.create(self._path(self.target if self.published else self.staging, MANIFEST), True)
         try:
             stream.write(bytearray(json.dumps(manifest, indent=2, default=str).encode()))
         finally:
@@ -88,6 +90,7 @@ class Output:
                 self.fs.rename(self._previous, self.target)
             raise OSError(f"cannot move {self.staging} to {self.target}")
         self.fs.delete(self._previous, True)
+        self.published = True
         return str(self.target)
 
     def abandon(self) -> None:
