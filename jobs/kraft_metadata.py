@@ -29,10 +29,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--every-checkpoint", action="store_true",
                    help="views at each checkpoint's last contained offset (end offset - 1)")
     p.add_argument("--report", metavar="FILE",
-                   help="after publishing the tables, write the HTML timeline report (as `kraftlog report`) of "
-                   "each cluster's first-ranked copy to FILE, or with several clusters one file each beside it "
-                   "(out/r.html -> out/r-<cluster_id>.html). Read and written on the driver, which reads the "
-                   "inputs for discovery already; never inside an input. Exit 1 if a report fails (the tables stay)")
+                   help="also write the HTML timeline report (as `kraftlog report`) of each cluster's "
+                   "first-ranked copy to FILE, or with several clusters one file each beside it "
+                   "(out/r.html -> out/r-<cluster_id>.html); a FILE inside OUT is published with the tables. "
+                   "Read and written on the driver, which reads the inputs for discovery already; never inside "
+                   "an input. Exit 1 if a report fails (the tables are published all the same)")
     p.add_argument("--master", help="Spark master (default: local[*], or what spark-submit was given)")
     p.add_argument("--no-redact", action="store_true", help="write secret config values and SCRAM keys as they are")
     p.add_argument("--max-batch-bytes", type=int, default=DEFAULT_MAX_BATCH_BYTES)

@@ -1,6 +1,6 @@
-"""The job's ``--report FILE``: once the tables are published, each cluster's ``kraftlog report`` page of
-the copy the job ranked first, written on the driver; FILE itself for one cluster, FILE's stem plus
-the cluster id beside it for several; refused inside an input before any Spark work."""
+"""The job's ``--report FILE``: each cluster's ``kraftlog report`` page of the copy the job ranked
+first, written on the driver; FILE itself for one cluster, FILE's stem plus the cluster id beside it
+for several; inside OUT, published with the tables; refused inside an input before any Spark work."""
 
 import importlib.util
 import io
@@ -37,22 +37,23 @@ def _submit(argv: list[str]) -> tuple[int, dict, str]:
     return code, json.loads(out.getvalue()), err.getvalue()
 
 
-def _run(inputs: Path, folder: Path) -> tuple[int, dict, str, dict, Path]:
+def _run(inputs: Path, folder: Path, report: str) -> tuple[int, dict, str, dict, Path]:
     folder.mkdir()
-    report = folder / "report.html"
     code, printed, err = _submit(["--input", str(inputs), "--output", str(folder / "tables"),
-                                  "--report", str(report)])
-    return code, printed, err, json.loads((folder / "tables" / "_manifest.json").read_text()), report
+                                  "--report", str(folder / report)])
+    return code, printed, err, json.loads((folder / "tables" / "_manifest.json").read_text()), folder / report
 
 
 @pytest.fixture(scope="module")
 def fleet(spark, fixtures, tmp_path_factory):  # noqa: F811
-    return _run(fixtures / "fleet", tmp_path_factory.mktemp("fleet-report") / "out")
+    """Reports into a folder that does not exist yet."""
+    return _run(fixtures / "fleet", tmp_path_factory.mktemp("fleet-report") / "out", "reports/report.html")
 
 
 @pytest.fixture(scope="module")
 def three_nodes(spark, fixtures, tmp_path_factory):  # noqa: F811
-    return _run(fixtures / "three-nodes", tmp_path_factory.mktemp("three-nodes-report") / "out")
+    """The report inside the job's output folder: publishing replaces that folder, and must carry it."""
+    return _run(fixtures / "three-nodes", tmp_path_factory.mktemp("three-nodes-report") / "out", "tables/report.html")
 
 
 def test_several_clusters_one_self_contained_page_each(fleet):
@@ -70,7 +71,8 @@ def test_several_clusters_one_self_contained_page_each(fleet):
         assert not FETCHES.search(page)
         assert cluster in page and not any(other in page for other in clusters - {cluster})
         assert entry["node_id"] == manifest["clusters"][cluster]["copies"][0]["node_id"]
-    assert list(manifest["stage_seconds"])[-1] == "report"  # after the tables
+    assert list(manifest["stage_seconds"])[-1] == "report"  # after every table is staged
+    assert sorted(p.name for p in report.parent.iterdir()) == sorted(f"report-{c}.html" for c in clusters)
 
 
 def test_one_cluster_writes_file_itself_from_the_first_ranked_copy(three_nodes):
@@ -78,7 +80,7 @@ def test_one_cluster_writes_file_itself_from_the_first_ranked_copy(three_nodes):
     assert code == 0, err
     [(cluster, entry)] = manifest["reports"].items()
     assert entry["path"] == str(report) and entry["bytes"] == report.stat().st_size
-    assert sorted(p.name for p in report.parent.iterdir()) == ["report.html", "tables"]
+    assert (report.parent / "_manifest.json").is_file() and not list(report.parent.parent.glob(".tables.*"))
     first = manifest["clusters"][cluster]["copies"][0]
     assert (entry["node_id"], entry["log_dir"]) == (first["node_id"], first["log_dir"])
     assert entry["node_id"] != 3  # node 3 keeps an uncommitted tail: reaching furthest, it is not Raft's copy

@@ -1,12 +1,13 @@
 """The whole job: discover, scan every copy, choose which copy supplies each offset, decode those
 records, drop aborted transactions, fold timelines, cut views, and publish every table with a
-manifest; then, if asked, each cluster's HTML timeline report. The passes over the files write the
+manifest, and, if asked, each cluster's HTML timeline report. The passes over the files write the
 two big tables themselves (see ``decode``)."""
 
 import re
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -123,14 +124,13 @@ def _points(opts: Options, inv: Inventory, plans: dict[str, Plan], decoded: list
 
 def check_report(report: str, inputs: list[str]) -> None:
     """Refuse, before any work, a report the job could not write or would write into what it reads
-    (an input, or the log dir of a metadata folder given as one): reading never writes into an input."""
+    (an input, or the log dir of a metadata folder given as one): reading never writes into an input.
+    A folder that does not exist yet is made when the report is written."""
     if urlparse(report).scheme not in ("", "file"):
         raise ValueError(f"--report {report}: the report is written on the driver's filesystem; give a local path")
     target = Path(local_path(report)).resolve()
     if target.is_dir():
         raise ValueError(f"--report {report} is a directory; give the HTML file to write")
-    if not target.parent.is_dir():
-        raise ValueError(f"--report {report}: no such directory {target.parent}")
     for given in inputs:
         root = Path(local_path(given)).resolve()
         read = root.parent if METADATA_DIR_RE.match(root.name) else root
@@ -148,9 +148,11 @@ def report_file(report: str, cluster_id: str, clusters: int) -> Path:
     return path.with_name(f"{path.stem}-{re.sub(r'[^A-Za-z0-9_-]', '_', cluster_id)}{path.suffix}")
 
 
-def _reports(opts: Options, inv: Inventory, rank: dict[int, int]) -> dict[str, dict]:
+def _reports(opts: Options, inv: Inventory, rank: dict[int, int],
+             place: Callable[[Path], Path] = lambda path: path) -> dict[str, dict]:
     """Each cluster's report (``kraftlog report``'s page) of the copy ranked first, read on the driver as
-    discovery was. A report that fails is recorded with its error: the tables are published by then."""
+    discovery was, and written where ``place`` says (see ``Output.place``). A report that fails is
+    recorded with its error and the tables are published all the same."""
     clusters = sorted({c.cluster_id for c in inv.copies})
     out = {}
     for cluster in clusters:
@@ -160,7 +162,9 @@ def _reports(opts: Options, inv: Inventory, rank: dict[int, int]) -> dict[str, d
         try:
             node = load_node(Path(best.log_dir), Path(best.metadata_dir) if best.metadata_dir else None)
             model = collect(node, limits=opts.limits, redact=opts.redact)
-            entry |= {"bytes": write_report(model, path), "problems": model.problems.total}
+            written = place(path)
+            written.parent.mkdir(parents=True, exist_ok=True)
+            entry |= {"bytes": write_report(model, written), "problems": model.problems.total}
         except Exception as e:
             entry["error"] = f"{type(e).__name__}: {e}"
         out[cluster] = entry
@@ -245,21 +249,21 @@ def run(spark: SparkSession, opts: Options) -> dict:
             out.write("problems", tables.problems_table(spark, inv, {**scanned, **decoded_notes}, unreplayable))
             for tmp in ("decoded", "snapshot_records"):
                 out.drop(tmp)
-        manifest = _manifest(spark, out, opts, inv, rank, plans, stages, run_id, started)
+        reports = {}
+        if opts.report:
+            with stages("report"):
+                reports = _reports(opts, inv, rank, out.place)
+        manifest = _manifest(spark, out, opts, inv, rank, plans, stages, run_id, started, reports)
         out.write_manifest(manifest)
         out.publish()
+        return manifest
     except BaseException:
         out.abandon()
         raise
-    if opts.report:
-        with stages("report"):
-            manifest["reports"] = _reports(opts, inv, rank)
-        out.write_manifest(manifest)
-    return manifest
 
 
 def _manifest(spark: SparkSession, out: Output, opts: Options, inv: Inventory, rank: dict[int, int],
-              plans: dict[str, Plan], stages: Stages, run_id: str, started: datetime) -> dict:
+              plans: dict[str, Plan], stages: Stages, run_id: str, started: datetime, reports: dict[str, dict]) -> dict:
     clusters = {}
     for c in sorted({c.cluster_id for c in inv.copies}):
         p = plans[c]
@@ -285,6 +289,6 @@ def _manifest(spark: SparkSession, out: Output, opts: Options, inv: Inventory, r
         "counts": {t: out.counts[t] for t in TABLES},
         "stage_seconds": stages.seconds,
         "clusters": clusters,
-        "reports": {},  # cluster id -> path, bytes, node_id, log_dir (or error); filled after publishing
+        "reports": reports,  # cluster id -> path, bytes, node_id, log_dir, problems (or error)
     }
 

@@ -6,7 +6,8 @@ Paths go through Hadoop's FileSystem, so the output can be local or any store Sp
 
 import json
 import os
-from urllib.parse import urlparse
+from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 import uuid6
 from pyspark.sql import DataFrame, Observation, SparkSession
@@ -27,7 +28,6 @@ class Output:
             target = os.path.abspath(target)
         self.spark, self.run_id = spark, run_id
         self.written: dict[str, DataFrame] = {}
-        self.published = False
         self.counts: dict[str, int] = {}
         jvm = spark.sparkContext._jvm
         self._path = jvm.org.apache.hadoop.fs.Path
@@ -68,9 +68,16 @@ class Output:
         self.written[table] = self.spark.read.schema(df.schema).parquet(self.path(table))
         return self.written[table]
 
+    def place(self, path: Path) -> Path:
+        """Where a file the driver writes must go to stand at ``path`` once the run is published: one
+        inside the output folder goes into staging, so that publishing carries it instead of replacing it."""
+        target = urlparse(str(self.target))
+        if target.scheme not in ("", "file") or not path.is_relative_to(root := Path(unquote(target.path))):
+            return path
+        return Path(unquote(urlparse(str(self.staging)).path)) / path.relative_to(root)
+
     def write_manifest(self, manifest: dict) -> None:
-        """Into staging; once published, over the manifest in place (the job's reports come after the tables)."""
-        stream = self.fs.create(self._path(self.target if self.published else self.staging, MANIFEST), True)
+        stream = self.fs.create(self._path(self.staging, MANIFEST), True)
         try:
             stream.write(bytearray(json.dumps(manifest, indent=2, default=str).encode()))
         finally:
@@ -90,7 +97,6 @@ class Output:
                 self.fs.rename(self._previous, self.target)
             raise OSError(f"cannot move {self.staging} to {self.target}")
         self.fs.delete(self._previous, True)
-        self.published = True
         return str(self.target)
 
     def abandon(self) -> None:
