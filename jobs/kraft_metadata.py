@@ -12,9 +12,20 @@ import json
 import sys
 
 from kraftlog.files.reader import DEFAULT_MAX_BATCH_BYTES, Limits
+from kraftlog.spark.discover import InputError
 from kraftlog.spark.job import Options, check_report, run
 from kraftlog.spark.session import session
+from kraftlog.state.rebuild import parse_time
 from kraftlog.wire.codecs import DEFAULT_MAX_DECOMPRESSED
+
+
+def _time_text(text: str) -> str:
+    """An ``--at-time`` checked before Spark starts (the views label it as given)."""
+    try:
+        parse_time(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -24,7 +35,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--output", required=True, metavar="OUT", help="folder of Parquet tables (replaced when done)")
     p.add_argument("--at-offset", type=int, action="append", default=[], metavar="N",
                    help="snapshot-equivalent views at offset N in every cluster (repeatable)")
-    p.add_argument("--at-time", action="append", default=[], metavar="T",
+    p.add_argument("--at-time", type=_time_text, action="append", default=[], metavar="T",
                    help="views after every record with timestamp <= T (ISO-8601, UTC unless it says; or epoch ms)")
     p.add_argument("--every-checkpoint", action="store_true",
                    help="views at each checkpoint's last contained offset (end offset - 1)")
@@ -50,10 +61,14 @@ def parse(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
     spark = session(args.master, "kraft_metadata")
-    manifest = run(spark, Options(
-        inputs=args.input, output=args.output, at_offsets=args.at_offset, at_times=args.at_time,
-        every_checkpoint=args.every_checkpoint, redact=not args.no_redact,
-        limits=Limits(args.max_batch_bytes, args.max_decompressed), report=args.report))
+    try:
+        manifest = run(spark, Options(
+            inputs=args.input, output=args.output, at_offsets=args.at_offset, at_times=args.at_time,
+            every_checkpoint=args.every_checkpoint, redact=not args.no_redact,
+            limits=Limits(args.max_batch_bytes, args.max_decompressed), report=args.report))
+    except InputError as e:
+        print(f"kraft_metadata.py: error: {e}", file=sys.stderr)
+        return 2
     print(json.dumps({k: manifest[k] for k in ("run_id", "counts", "stage_seconds", "reports")}, indent=2))
     failed = {c: r["error"] for c, r in manifest["reports"].items() if "error" in r}
     for cluster, error in failed.items():

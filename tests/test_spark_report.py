@@ -2,7 +2,6 @@
 first, written on the driver; FILE itself for one cluster, FILE's stem plus the cluster id beside it
 for several; inside OUT, published with the tables; refused inside an input before any Spark work."""
 
-import importlib.util
 import io
 import json
 from contextlib import redirect_stderr, redirect_stdout
@@ -11,23 +10,11 @@ from pathlib import Path
 import pytest
 from test_report_html import FETCHES
 
-from conftest import REPO
 from kraftlog.spark import job
 from kraftlog.spark.discover import discover
-from spark_support import fixtures, spark  # noqa: F401
+from spark_support import fixtures, kraft_metadata, spark  # noqa: F401
 
 pytestmark = pytest.mark.spark
-
-
-def _script():
-    """``jobs/kraft_metadata.py`` as a module (it is a script, not part of the package)."""
-    spec = importlib.util.spec_from_file_location("kraft_metadata", REPO / "jobs" / "kraft_metadata.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-kraft_metadata = _script()
 
 
 def _submit(argv: list[str]) -> tuple[int, dict, str]:

@@ -83,12 +83,24 @@ def cluster_of(node: NodeDir) -> str:
     return node.cluster_id or f"unknown:{node.log_dir.absolute()}"
 
 
+class InputError(ValueError):
+    """An input that is no folder or holds no KRaft log dir: a mistyped path must not pass for an
+    empty cluster."""
+
+
 def discover(inputs: list[str]) -> Inventory:
     """Every node copy under the inputs (each counted once), its readable and skipped files."""
     inv = Inventory()
     seen: set[str] = set()
     for given in inputs:
-        for node in find_nodes(local_path(given)):
+        try:
+            nodes = find_nodes(local_path(given))
+        except FileNotFoundError:
+            raise InputError(f"--input {given}: no such directory") from None
+        if not nodes:
+            raise InputError(f"--input {given}: no KRaft log dir below it (no __cluster_metadata-0 folder, "
+                             "meta.properties or bootstrap.checkpoint)")
+        for node in nodes:
             log_dir = str(node.log_dir.absolute())
             if log_dir in seen:
                 continue
