@@ -10,7 +10,7 @@ from kraftlog.files.coverage import compare_copies
 from kraftlog.files.logdir import find_nodes, scan_file
 from kraftlog.files.records import iter_entries
 from kraftlog.spark.discover import cluster_of
-from kraftlog.spark.job import Options, run
+from kraftlog.spark.job import TABLES, Options, run
 from kraftlog.state.image import ABORT, BEGIN, END
 from kraftlog.state.rebuild import parse_time, rebuild
 from spark_support import Views, compared, fixtures, spark, table  # noqa: F401
@@ -112,3 +112,13 @@ def test_secrets_are_redacted_in_records(job):
     out, _ = job
     scram = [r for r in table(out, "records") if r["record_type"] == "USER_SCRAM_CREDENTIAL_RECORD"]
     assert scram and all('"salt":"[redacted]"' in r["payload"] for r in scram)
+
+
+def test_every_table_reads_back_with_its_columns_even_when_empty(job, spark):  # noqa: F811
+    """What the README's SQL does first: ``spark.read.parquet(OUT/table)``, with no schema given."""
+    out, manifest = job
+    assert manifest["counts"]["problems"] == 0  # so an empty table is among them
+    for name in TABLES:
+        df = spark.read.parquet(str(out / name))
+        assert {"cluster_id", "run_id"} <= set(df.columns), name
+        assert df.count() == manifest["counts"][name], name

@@ -47,6 +47,8 @@ class Output:
 
     def staged(self, table: str, schema: StructType, rows: int | None = None) -> DataFrame:
         """A table the passes wrote themselves (``rows`` known for a published one)."""
+        if rows is not None and not self.fs.exists(self._path(self.staging, table)):
+            self._schema_only(table, schema)
         if self.fs.exists(self._path(self.staging, table)):
             df = self.spark.read.schema(schema).parquet(self.path(table))
         else:
@@ -54,6 +56,11 @@ class Output:
         if rows is not None:
             self.written[table], self.counts[table] = df, rows
         return df
+
+    def _schema_only(self, table: str, schema: StructType) -> None:
+        """An empty table as one Parquet file of its schema: a folder without a Parquet file is one
+        ``spark.read.parquet`` refuses (there is nothing to infer the schema from)."""
+        self.spark.createDataFrame([], schema).coalesce(1).write.mode("overwrite").parquet(self.path(table))
 
     def write(self, table: str, df: DataFrame, by_cluster: bool = True) -> DataFrame:
         """Write ``table`` (with the run id) into staging; returns it read back from there."""
@@ -64,7 +71,8 @@ class Output:
             writer = writer.partitionBy("cluster_id")
         writer.parquet(self.path(table))
         self.counts[table] = rows.get["rows"]
-        # read back with the schema: an empty table has no file to infer it from
+        if not self.counts[table]:
+            self._schema_only(table, df.schema)
         self.written[table] = self.spark.read.schema(df.schema).parquet(self.path(table))
         return self.written[table]
 
