@@ -118,7 +118,9 @@ def _points(opts: Options, inv: Inventory, plans: dict[str, Plan], decoded: list
                  if c in later or last[c] is not None]
     if opts.every_checkpoint:
         names = {f.file_id: f.file.rsplit("/", 1)[-1] for f in inv.files}
-        rows += [(c, s.end_offset - 1, f"checkpoint {names[s.file_id]}") for c, ss in snaps.items() for s in ss]
+        # a 0-0 checkpoint (a dynamic quorum's bootstrap) holds no metadata: there is no state before offset 0
+        rows += [(c, s.end_offset - 1, f"checkpoint {names[s.file_id]}") for c, ss in snaps.items() for s in ss
+                 if s.end_offset > 0]
     return sorted(set(rows))
 
 
@@ -278,7 +280,7 @@ def _manifest(spark: SparkSession, out: Output, opts: Options, inv: Inventory, r
         "run_id": run_id,
         "started": started.isoformat(),
         "finished": datetime.now(UTC).isoformat(),
-        "inputs": opts.inputs,
+        "inputs": [local_path(i) for i in opts.inputs],
         "options": {"at_offsets": opts.at_offsets, "at_times": opts.at_times,
                     "every_checkpoint": opts.every_checkpoint, "redact": opts.redact, "report": opts.report,
                     "max_batch_bytes": opts.limits.max_batch_bytes, "max_decompressed": opts.limits.max_decompressed},
