@@ -22,7 +22,7 @@ FETCHES = re.compile(r"""(src|href)=["']?(https?:|//)|url\(|@import""", re.I)
 def report(tmp_path_factory):
     root = tmp_path_factory.mktemp("cluster")
     write_cluster(root)
-    out = root / "report.html"
+    out = tmp_path_factory.mktemp("report") / "report.html"
     return root, out, main(["report", str(root), "-o", str(out)])
 
 
@@ -44,10 +44,17 @@ def test_no_redact_shows_secrets(report, tmp_path):
     assert "hunter2-secret" in out.read_text()
 
 
-def test_usage_errors(report, tmp_path):
+def test_usage_errors(report, tmp_path, capsys):
     root, *_ = report
     assert main(["report", str(root), "-o", str(tmp_path / "x.html"), "--buckets", "3"]) == 2
     assert main(["report", str(tmp_path / "missing"), "-o", str(tmp_path / "x.html")]) == 2
+    capsys.readouterr()
+    metadata = next(root.rglob("__cluster_metadata-0"))
+    for given, inside in ((root, root / "r.html"), (metadata, metadata.parent / "r.html"),
+                          (metadata / "00000000000000000000.log", metadata / "r.html")):
+        assert main(["report", str(given), "-o", str(inside)]) == 2
+        assert "reading never writes into an input" in capsys.readouterr().err
+        assert not inside.exists()
 
 
 def full_model() -> Timeline:

@@ -3,6 +3,7 @@
 import sys
 
 from kraftlog.cli import main, progress, target
+from kraftlog.files.paths import read_by
 
 
 def add_parser(sub) -> None:
@@ -26,6 +27,9 @@ def run(args) -> int:
 
     if args.buckets is not None and args.buckets < 10:
         raise main.UsageError("--buckets must be at least 10")
+    if (given := read_by(args.output, [args.path])) is not None:
+        raise main.UsageError(f"--output {args.output} is inside the input {given} (or its log dir); "
+                              "reading never writes into an input")
     limits = main.limits_of(args)
     node = target.pick_node(args.path, args.node, limits)
     model = collect(node, limits=limits, max_buckets=args.buckets or MAX_BUCKETS, redact=not args.no_redact)

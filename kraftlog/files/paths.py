@@ -53,3 +53,19 @@ def log_files_under(root: str | os.PathLike) -> list[LogFile]:
         files.sort(key=lambda f: (f.kind != "bootstrap", f.offset, order[f.kind], f.epoch))
         found.extend(files)
     return found
+
+
+def read_by(path: str | os.PathLike, inputs: list[str]) -> str | None:
+    """The input ``path`` lies inside, if any, so that nothing kraftlog writes lands in what it reads.
+    A file or metadata folder given as input stands for its log dir, which is read too
+    (``meta.properties``, ``bootstrap.checkpoint``)."""
+    target = Path(path).resolve()
+    for given in inputs:
+        root = Path(given).resolve()
+        if root.is_file():
+            root = root.parent
+        if METADATA_DIR_RE.match(root.name):
+            root = root.parent
+        if target.is_relative_to(root):
+            return given
+    return None

@@ -22,7 +22,7 @@ from pyspark.sql.types import StringType, StructField
 
 from kraftlog import __version__
 from kraftlog.files.logdir import load_node
-from kraftlog.files.paths import METADATA_DIR_RE
+from kraftlog.files.paths import read_by
 from kraftlog.files.reader import Limits
 from kraftlog.report import collect, write_report
 from kraftlog.spark import copies, entities, events, passes, tables, views
@@ -133,12 +133,10 @@ def check_report(report: str, inputs: list[str]) -> None:
     target = Path(local_path(report)).resolve()
     if target.is_dir():
         raise ValueError(f"--report {report} is a directory; give the HTML file to write")
-    for given in inputs:
-        root = Path(local_path(given)).resolve()
-        read = root.parent if METADATA_DIR_RE.match(root.name) else root
-        if target.is_relative_to(read):
-            where = given if read == root else f"{read}, the log dir of input {given}"
-            raise ValueError(f"--report {report} is inside {where}; reading never writes into an input")
+    given = read_by(target, [local_path(i) for i in inputs])
+    if given is not None:
+        raise ValueError(f"--report {report} is inside the input {given} (or its log dir); "
+                         "reading never writes into an input")
 
 
 def report_file(report: str, cluster_id: str, clusters: int) -> Path:
