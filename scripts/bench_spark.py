@@ -27,7 +27,7 @@ import threading
 import time
 from pathlib import Path
 
-from kraftlog.cli.main import _size
+from kraftlog.cli.main import parse_size
 from kraftlog.spark.entities import ENTITIES
 
 REPO = Path(__file__).resolve().parent.parent
@@ -146,7 +146,7 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep the fleet and the tables written")
     parser.add_argument("--master", default="local[2]")
     args = parser.parse_args()
-    max_bytes = _size(args.max_bytes)
+    max_bytes = parse_size(args.max_bytes)
     base = args.out or Path(tempfile.mkdtemp(prefix="kraftlog-bench-spark-"))
     if _inside_repo(base):
         parser.error(f"{base} is inside the repository; write elsewhere (e.g. /tmp)")

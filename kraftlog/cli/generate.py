@@ -54,15 +54,15 @@ def add_parser(sub) -> None:
                    help="the last written voter leads an epoch whose tail never commits, then dies (needs 3+ voters)")
     p.add_argument("--clusters", type=int, default=1, metavar="K", help="a fleet of K clusters (default 1)")
     p.add_argument("--events-per-hour", type=float, default=30.0, metavar="N", help="scenario rate (default 30)")
-    p.add_argument("--segment-bytes", type=main._size, default=8 << 20, metavar="SIZE",
+    p.add_argument("--segment-bytes", type=main.parse_size, default=8 << 20, metavar="SIZE",
                    help="metadata.log.segment.bytes (default 8MiB)")
-    p.add_argument("--snapshot-bytes", type=main._size, default=20 << 20, metavar="SIZE",
+    p.add_argument("--snapshot-bytes", type=main.parse_size, default=20 << 20, metavar="SIZE",
                    help="metadata.log.max.record.bytes.between.snapshots (default 20MiB)")
     p.add_argument("--snapshot-interval", type=duration_ms, default="1h", metavar="SPAN",
                    help="metadata.log.max.snapshot.interval.ms (default 1h)")
     p.add_argument("--max-records-per-batch", type=int, default=10_000, metavar="N",
                    help="the controller's records per batch of a non-atomic result (default 10000)")
-    p.add_argument("--max-bytes", type=main._size, metavar="SIZE",
+    p.add_argument("--max-bytes", type=main.parse_size, metavar="SIZE",
                    help="stop the simulation early once a cluster's log holds this much")
 
 

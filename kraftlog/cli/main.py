@@ -19,7 +19,7 @@ class UsageError(Exception):
     """A problem with the command line, reported with exit code 2."""
 
 
-def _size(text: str) -> int:
+def parse_size(text: str) -> int:
     units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
     t = text.strip().lower().removesuffix("ib").removesuffix("b")
     mult = units.get(t[-1:], 1)
@@ -48,9 +48,9 @@ def expand_paths(paths: list[str]) -> list[LogFile]:
 
 
 def add_limits(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--max-batch-bytes", type=_size, default=DEFAULT_MAX_BATCH_BYTES, metavar="SIZE",
+    p.add_argument("--max-batch-bytes", type=parse_size, default=DEFAULT_MAX_BATCH_BYTES, metavar="SIZE",
                    help="largest batch accepted; a larger length field counts as corrupt (default 8MiB)")
-    p.add_argument("--max-decompressed", type=_size, default=DEFAULT_MAX_DECOMPRESSED, metavar="SIZE",
+    p.add_argument("--max-decompressed", type=parse_size, default=DEFAULT_MAX_DECOMPRESSED, metavar="SIZE",
                    help="cap on one batch's decompressed records, against compression bombs (default 64MiB)")
 
 
