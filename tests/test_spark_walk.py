@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from conftest import corpus_log_files
+from conftest import NO_CORPUS, corpus_log_files
 from kraftlog.files.reader import Limits, Region, read_log_stream
 from kraftlog.spark.walk import HEADER_LAYOUT, walk
 from kraftlog.wire.batch import Record, encode_batch
@@ -55,15 +55,14 @@ def _segment(n: int = 40) -> bytes:
     return b"".join(out)
 
 
-@pytest.mark.parametrize("path", corpus_log_files(metadata_only=True), ids=lambda p: p.name)
+REAL_METADATA = corpus_log_files(metadata_only=True)
+
+
+@pytest.mark.skipif(not REAL_METADATA, reason=NO_CORPUS)
+@pytest.mark.parametrize("path", REAL_METADATA or [None], ids=lambda p: p.name if p else "none")
 def test_real_files(path):
     buf = path.read_bytes()
     assert by_walk(buf) == by_reader(buf)
-
-
-def test_real_files_present():
-    if not corpus_log_files():
-        pytest.skip("the shared corpus (../shared/corpus) is absent")
 
 
 def _damaged() -> dict[str, bytes]:
