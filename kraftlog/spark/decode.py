@@ -24,7 +24,7 @@ from kraftlog.files.reader import Limits
 from kraftlog.schema import decode_control, decode_metadata, entity_of, redact
 from kraftlog.schema.render import b64, jsonable
 from kraftlog.spark.sink import Sink, filesystem
-from kraftlog.spark.walk import Walk, walk
+from kraftlog.spark.walk import Walk, overlaps, walk
 from kraftlog.state.image import ABORT, BEGIN, END
 from kraftlog.wire.batch import (
     COMPRESSION_MASK,
@@ -294,14 +294,11 @@ def decode_file(meta: FileMeta, buf: bytes, want: list[tuple[int, int]], root: s
     transaction markers, topic names, where leader epochs start and what could not be decoded."""
     notes: list[Note] = []
     sink = Sink(root, "decoded", DECODED, str(meta.file_id))
-    lo, hi = (np.asarray(x, np.int64) for x in zip(*want, strict=True))
     epochs: dict[int, tuple[int, int]] = {}
     later: list[int | None] = [None] * len(times)
     for w in walk(buf, limits, want=want):
         _errors(meta, w, notes)
-        i = np.searchsorted(hi, w.rec_offset)
-        keep = (i < len(hi)) & (lo[np.minimum(i, len(lo) - 1)] <= w.rec_offset)
-        for rb in _record_rows(meta.file_id, w, keep):
+        for rb in _record_rows(meta.file_id, w, overlaps(w.rec_offset, w.rec_offset, want)):
             sink.write(rb)
             _notes_of(meta.file_id, rb, notes, epochs)
             ts, offsets = rb.column("timestamp").to_numpy(), rb.column("offset").to_numpy()

@@ -36,8 +36,8 @@ class Marker(NamedTuple):
 
 
 def transactions(markers: Iterable[Marker]) -> list[tuple]:
-    """Rows of ``TRANSACTIONS_SCHEMA`` from the markers, per cluster in offset order. A marker Kafka would refuse (a second Begin, an End with
-    nothing open) changes nothing, as in replay."""
+    """Rows of ``TRANSACTIONS_SCHEMA`` from the markers, per cluster in offset order. A marker Kafka
+    would refuse (a second Begin, an End with nothing open) changes nothing, as in replay."""
     by_cluster = defaultdict(list)
     for m in markers:
         by_cluster[m.cluster_id].append(m)

@@ -154,17 +154,22 @@ def walk(buf: bytes, limits: Limits = Limits(), chunk: int = 1 << 18,
         pos = stop
 
 
+def overlaps(first: np.ndarray, last: np.ndarray, want: list[tuple[int, int]] | None) -> np.ndarray:
+    """Which offset ranges ``[first, last]`` reach into one of the sorted, disjoint intervals
+    ``want`` (all of them for None, none for an empty list)."""
+    if want is None:
+        return np.ones(len(first), bool)
+    if not want:
+        return np.zeros(len(first), bool)
+    lo, hi = (np.asarray(x, np.int64) for x in zip(*want, strict=True))
+    i = np.searchsorted(hi, first)  # the first interval ending at or after the range's start
+    return (i < len(hi)) & (lo[np.minimum(i, len(lo) - 1)] <= last)
+
+
 def _wanted(header: dict[str, np.ndarray], want: list[tuple[int, int]] | None) -> np.ndarray:
     """Which batches reach into one of the wanted offset intervals."""
     base = header["baseOffset"]
-    if want is None:
-        return np.ones(len(base), bool)
-    if not want:
-        return np.zeros(len(base), bool)
-    lo, hi = (np.asarray(x, np.int64) for x in zip(*want, strict=True))
-    i = np.searchsorted(hi, base)  # the first interval ending at or after the batch's start
-    last = base + header["lastOffsetDelta"]
-    return (i < len(hi)) & (lo[np.minimum(i, len(lo) - 1)] <= last)
+    return overlaps(base, base + header["lastOffsetDelta"], want)
 
 
 def _fast_records(buf: bytes, w: Walk, slow: _Records, limits: Limits, wanted: np.ndarray) -> None:
@@ -244,8 +249,7 @@ def _slow_until_clean(buf: bytes, start: int, w: Walk, slow: _Records, limits: L
             detail = _AT.sub(lambda m: f"batch at {int(m[1]) + start}", item.detail)
             w.regions.append(dataclasses.replace(item, position=item.position + start, detail=detail))
             continue
-        if want is None or _wanted({"baseOffset": np.asarray([item.base_offset]),
-                                    "lastOffsetDelta": np.asarray([item.last_offset_delta])}, want)[0]:
+        if overlaps(np.asarray([item.base_offset]), np.asarray([item.last_offset]), want)[0]:
             slow.add(w.count + len(batches), item.records, w.kv)
         batches.append(item)
         if item.crc_valid:
