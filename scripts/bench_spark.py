@@ -28,7 +28,6 @@ import time
 from pathlib import Path
 
 from kraftlog.cli.main import parse_size
-from kraftlog.spark.entities import ENTITIES
 
 REPO = Path(__file__).resolve().parent.parent
 JOB = REPO / "jobs" / "kraft_metadata.py"
@@ -36,8 +35,6 @@ TARGET_RECORDS_PER_S = 500_000
 #: bench_generate.py's cluster (months of NoOps, a scenario every 5 minutes), versions dealt out.
 ARGS = ["--brokers", "9", "--topics", "60", "--partitions", "10", "--duration", "365d", "--seed", "bench",
         "--metadata-version", "3.9,4.0,3.7,4.1", "--events-per-hour", "12"]
-#: Stages the manifest times inside ``timelines`` (one per table written there).
-NESTED = {e.table for e in ENTITIES}
 
 
 def _bytes(root: Path, pattern: str) -> int:
@@ -163,7 +160,7 @@ def main() -> int:
     by_kind = records_by_kind(output)
     records = manifest["counts"]["records"]
     stages = manifest["stage_seconds"]
-    top = {k: v for k, v in stages.items() if k not in NESTED}
+    top = dict(stages)
     top["other (spark startup, manifest, publish)"] = round(job_seconds - sum(top.values()), 3)
     result = {
         "master": args.master,
@@ -180,7 +177,6 @@ def main() -> int:
         "mb_per_s": round(manifest["input_bytes"] / job_seconds / 1e6, 2),
         "stage_seconds": top,
         "stage_share": {k: round(v / job_seconds, 3) for k, v in top.items()},
-        "timelines_by_table_seconds": {k: v for k, v in stages.items() if k in NESTED},
         "driver_peak_rss_mb": round(driver_kib / 1024, 1),
         "driver_peak_rss_note": "wait4 ru_maxrss of the driver python (or of a child it reaped, if larger)",
         "sampled_peak_rss_mb": {"job_tree_sum": round(memory.peak_sum_kib / 1024, 1),

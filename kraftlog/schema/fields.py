@@ -7,6 +7,7 @@ side. ``codegen`` turns these declarations into straight-line decoders and encod
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from dataclasses import field as dc_field
@@ -183,9 +184,9 @@ class Message(Struct):
         self.api_key = api_key
         self.valid_versions = VersionRange.parse(valid)
 
-    @property
+    @functools.cached_property
     def type_name(self) -> str:
-        """The ``MetadataRecordType`` enum constant: UPPER_SNAKE_CASE of the spec name."""
+        """The ``MetadataRecordType`` enum constant: UPPER_SNAKE_CASE of the spec name (asked per record)."""
         return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", self.name).upper()
 
     @property

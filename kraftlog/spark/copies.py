@@ -7,6 +7,7 @@ uncommitted tail, which a follower would truncate). Copies are compared by diges
 offsets (``decode.BLOCK_OFFSETS``); only blocks whose digests differ are compared offset by offset.
 """
 
+import bisect
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
@@ -147,6 +148,13 @@ def suppliers(inv: Inventory, files: dict[int, FileSummary], rank: dict[int, int
                     held.append((a, b))
                     held.sort()
     return out
+
+
+def supplies(want: dict[int, list[tuple[int, int]]], file_id: int, offset: int) -> bool:
+    """Whether the file supplies the offset (``want`` as ``wanted`` gives it)."""
+    runs = want.get(file_id, [])
+    i = bisect.bisect_right(runs, (offset, 1 << 62)) - 1
+    return i >= 0 and runs[i][0] <= offset <= runs[i][1]
 
 
 def wanted(supplied: list[tuple[int, int, int]]) -> dict[int, list[tuple[int, int]]]:

@@ -1,11 +1,10 @@
-"""Arrow decoding of one file's bytes, in the two passes the job makes over its inputs.
+"""Arrow decoding of one file's bytes, in the passes the job makes over its inputs.
 
-``scan_file``: every batch of every copy, headers and CRCs only, written as ``batches`` rows, plus
-the notes the driver plans with (offset runs, block digests, skipped regions). Snapshots are small
-and are decoded whole here (their records seed timelines). ``decode_file``: the records of the
-offsets this file supplies to its cluster, written to a staging table, plus notes (transaction
-markers, topic names, leader-epoch starts, errors). ``finish_records`` turns those into the
-``records`` table once every file's markers and names are known.
+``read_file``: every batch of every copy written as ``batches`` rows, a segment's records staged
+(``decoded``), and the notes the driver plans with (offset runs, block digests, skipped regions,
+transaction markers, topic names). ``seed_file``: the records of a snapshot a timeline starts
+from, as events. ``finish_records``: the ``records`` table and the timelines' events from the
+staged records of the offsets a file supplies, once every file's markers and names are known.
 
 Record values are decoded once per distinct value (a NoOp once per worker) and spread to their rows
 with Arrow ``take``: no Python object per record, and no row crosses into the JVM.
@@ -22,8 +21,11 @@ import pyarrow.parquet as pq
 
 from kraftlog.files.reader import Limits
 from kraftlog.schema import decode_control, decode_metadata, entity_of, redact
-from kraftlog.schema.render import b64, jsonable
+from kraftlog.schema.render import b64
+from kraftlog.spark.entities import REPLAYED_TYPES
+from kraftlog.spark.events import EVENTS, SOURCE, controller_rows, routed
 from kraftlog.spark.sink import Sink, filesystem
+from kraftlog.spark.transactions import COMMITTED
 from kraftlog.spark.walk import Walk, overlaps, walk
 from kraftlog.state.image import ABORT, BEGIN, END
 from kraftlog.wire.batch import (
@@ -32,12 +34,14 @@ from kraftlog.wire.batch import (
     LOG_OVERHEAD,
     TIMESTAMP_TYPE_BIT,
     TRANSACTIONAL_BIT,
+    decode_batch_at,
 )
 from kraftlog.wire.codecs import CODEC_NAMES
 
 #: Offsets per block digest: copies whose digests agree on a block are not compared batch by batch.
 BLOCK_OFFSETS = 4096
 MARKERS = (BEGIN, END, ABORT)
+EVENTS_TABLE = "events"  # staged: the timelines' events, one folder per bucket
 _ROWS = 65536
 _MS = pa.timestamp("ms", tz="UTC")
 _WHERE = [("log_dir", pa.string()), ("node_id", pa.int32()), ("file", pa.string())]
@@ -85,8 +89,14 @@ class FileMeta(NamedTuple):
 Note = tuple[int, str, str]  # (file_id, kind, JSON body): what a task tells the driver
 
 
-def _dumps(value) -> str:
-    return json.dumps(jsonable(value), separators=(",", ":"), ensure_ascii=False)
+def _b64(value) -> str:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return b64(bytes(value))
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+#: ``json.dumps(jsonable(value))`` without walking the tree first: the C encoder asks only for bytes.
+_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=_b64).encode
 
 
 def decode_value(control: bool, key: bytes | None, value: bytes | None) -> tuple:
@@ -260,60 +270,42 @@ def _errors(meta: FileMeta, w: Walk, out: list[Note]) -> None:
                 "length": int(w.header["batchLength"][i]) + LOG_OVERHEAD, "detail": error})))
 
 
-def scan_file(meta: FileMeta, buf: bytes, root: str, run_id: str, limits: Limits = Limits()) -> list[Note]:
-    """Pass one: the file's batches into ``batches``; a snapshot's records into ``snapshot_records``."""
+def read_file(meta: FileMeta, buf: bytes, root: str, run_id: str, limits: Limits = Limits()) -> list[Note]:
+    """Pass one, over every file of every copy: its batches into ``batches``; a segment's records
+    into the ``decoded`` staging table, with notes of their transaction markers, topic names and
+    what could not be decoded (each with its offset: the driver keeps those of the offsets the file
+    supplies). A snapshot's records are decoded only if a timeline starts from it (``seed_file``)."""
     summary = _Summary(meta)
     batches = Sink(root, "batches", BATCHES, str(meta.file_id), meta.cluster_id)
-    records = Sink(root, "snapshot_records", DECODED, str(meta.file_id)) if meta.kind != "segment" else None
-    for w in walk(buf, limits, want=None if records else []):
+    decoded = Sink(root, "decoded", DECODED, str(meta.file_id)) if meta.kind == "segment" else None
+    for w in walk(buf, limits, want=None if decoded else []):
         batches.write(_batch_rows(meta, w, run_id))
         summary.add(w)
-        if records is not None:
+        if decoded is not None:
             _errors(meta, w, summary.notes)
             for rb in _record_rows(meta.file_id, w):
-                records.write(rb)
-                if summary.info["snapshot_timestamp"] is None:
-                    summary.info["snapshot_timestamp"] = _header_timestamp(rb)
+                decoded.write(rb)
+                _notes_of(meta.file_id, rb, summary.notes)
+        elif w.count and summary.info["snapshot_timestamp"] is None:
+            summary.info["snapshot_timestamp"] = _header_timestamp(buf, int(w.positions[0]), limits)
     batches.close()
-    if records is not None:
-        records.close()
+    if decoded is not None:
+        decoded.close()
     return summary.finish()
 
 
-def _header_timestamp(rb: pa.RecordBatch) -> int | None:
-    """``lastContainedLogTimestamp`` of a snapshot's SnapshotHeader, if this batch holds it."""
-    at = pc.index(rb.column("record_type"), "SNAPSHOT_HEADER").as_py()
-    if at < 0 or rb.column("payload")[at].as_py() is None:
+def _header_timestamp(buf: bytes, position: int, limits: Limits) -> int | None:
+    """``lastContainedLogTimestamp`` of the SnapshotHeader a snapshot's first batch holds."""
+    batch = decode_batch_at(buf, position, position, limits.max_decompressed, verify_crc=False)
+    if batch.error is not None or not batch.is_control or not batch.records:
         return None
-    return json.loads(rb.column("payload")[at].as_py()).get("lastContainedLogTimestamp")
+    r = batch.records[0]
+    record_type, _, payload, *_ = decode_value(True, r.key, r.value)
+    return json.loads(payload).get("lastContainedLogTimestamp") if record_type == "SNAPSHOT_HEADER" and payload \
+        else None
 
 
-def decode_file(meta: FileMeta, buf: bytes, want: list[tuple[int, int]], root: str, times: list[int],
-                limits: Limits = Limits()) -> list[Note]:
-    """Pass two: the records at the offsets ``want`` names, staged for ``finish_records``; notes of
-    transaction markers, topic names, where leader epochs start and what could not be decoded."""
-    notes: list[Note] = []
-    sink = Sink(root, "decoded", DECODED, str(meta.file_id))
-    epochs: dict[int, tuple[int, int]] = {}
-    later: list[int | None] = [None] * len(times)
-    for w in walk(buf, limits, want=want):
-        _errors(meta, w, notes)
-        for rb in _record_rows(meta.file_id, w, overlaps(w.rec_offset, w.rec_offset, want)):
-            sink.write(rb)
-            _notes_of(meta.file_id, rb, notes, epochs)
-            ts, offsets = rb.column("timestamp").to_numpy(), rb.column("offset").to_numpy()
-            for k, t in enumerate(times):
-                after = offsets[ts > t]
-                if after.size and (later[k] is None or after.min() < later[k]):
-                    later[k] = int(after.min())
-    rows = sink.close()
-    notes += [(meta.file_id, "epoch", json.dumps({"epoch": e, "offset": o, "timestamp": t}))
-              for e, (o, t) in epochs.items()]
-    notes.append((meta.file_id, "decoded", json.dumps({"rows": rows, "later": later})))
-    return notes
-
-
-def _notes_of(file_id: int, rb: pa.RecordBatch, notes: list[Note], epochs: dict) -> None:
+def _notes_of(file_id: int, rb: pa.RecordBatch, notes: list[Note]) -> None:
     types = rb.column("record_type")
     wanted = pc.is_in(types, pa.array([*MARKERS, "TOPIC_RECORD"])).to_numpy(zero_copy_only=False) \
         | pc.is_valid(rb.column("error")).to_numpy(zero_copy_only=False)
@@ -322,10 +314,129 @@ def _notes_of(file_id: int, rb: pa.RecordBatch, notes: list[Note], epochs: dict)
             notes.append((file_id, "undecodable", json.dumps({"position": r["position"], "offset": r["offset"],
                                                               "detail": r["error"]})))
         elif r["record_type"] == "TOPIC_RECORD":
-            notes.append((file_id, "topic", json.dumps([r["topic_id"], r["topic_name"]])))
+            notes.append((file_id, "topic", json.dumps({"topic_id": r["topic_id"], "name": r["topic_name"],
+                                                        "offset": r["offset"]})))
         else:
             notes.append((file_id, "marker", json.dumps({"offset": r["offset"], "timestamp": r["timestamp"],
                                                          "record_type": r["record_type"], "payload": r["payload"]})))
+
+
+class _Events:
+    """A task's event rows, one staged Parquet file per bucket it reaches."""
+
+    def __init__(self, root: str, part: str) -> None:
+        self.root, self.part = root, part
+        self.sinks: dict[int, Sink] = {}
+
+    def write(self, rows: list[tuple[int, pa.Table]]) -> None:
+        for b, table in rows:
+            if b not in self.sinks:
+                self.sinks[b] = Sink(self.root, f"{EVENTS_TABLE}/bucket={b}", EVENTS, self.part)
+            for rb in table.to_batches():
+                self.sinks[b].write(rb)
+
+    def close(self) -> int:
+        return sum(s.close() for s in self.sinks.values())
+
+
+def _source(rb: pa.RecordBatch | pa.Table, eff_offset: pa.Array, offset: pa.Array, seq: pa.Array,
+            eff_time: pa.Array) -> pa.Table:
+    """``events.SOURCE`` columns of decoded rows: the unredacted data (secrets are hidden when the
+    timelines are written, not before the state is folded)."""
+    return pa.table({"eff_offset": eff_offset, "offset": offset, "seq": seq, "eff_time": eff_time,
+                     "epoch": rb.column("epoch"), "record_type": rb.column("record_type"),
+                     "data": pc.coalesce(rb.column("data_json"), rb.column("payload")),
+                     **{c: rb.column(c) for c in SOURCE[7:]}})
+
+
+def _replayed(rb: pa.RecordBatch) -> np.ndarray:
+    """Metadata records some timeline replays."""
+    return (pc.is_in(rb.column("record_type"), pa.array(REPLAYED_TYPES)).to_numpy(zero_copy_only=False)
+            & pc.is_null(rb.column("error")).to_numpy(zero_copy_only=False)
+            & ~rb.column("is_control").to_numpy(zero_copy_only=False))
+
+
+def seed_file(meta: FileMeta, buf: bytes, seed_offset: int, seed_time: int | None, root: str, buckets: int,
+              limits: Limits = Limits()) -> list[Note]:
+    """A snapshot a cluster's timelines start from: its records as events at its last contained
+    offset (in snapshot order); notes of its topic names and what could not be decoded."""
+    notes: list[Note] = []
+    events = _Events(root, f"seed-{meta.file_id}")
+    for w in walk(buf, limits):
+        _errors(meta, w, notes)
+        for rb in _record_rows(meta.file_id, w):
+            _notes_of(meta.file_id, rb, notes)
+            rb = rb.filter(pa.array(_replayed(rb)))
+            n = rb.num_rows
+            at = pa.repeat(pa.scalar(seed_offset, pa.int64()), n)
+            src = _source(rb, at, at, rb.column("offset"), pa.repeat(pa.scalar(seed_time, pa.int64()), n))
+            events.write(routed(meta.cluster_id, src, buckets, {}))
+    notes.append((meta.file_id, "seeded", json.dumps({"events": events.close()})))
+    return notes
+
+
+def finish_records(meta: FileMeta, root: str, run_id: str, want: list[tuple[int, int]], names: dict[str, str],
+                   txns: list[tuple[int, int | None, int | None, str]], ranges: list[tuple[int, int]],
+                   redact_payloads: bool, times: list[int], buckets: int) -> list[Note]:
+    """The ``records`` rows of the offsets ``want`` names, from the file's staged records: where they
+    come from, the topic name of topic-id records, and the metadata transaction each belongs to
+    (``txns``: begin, end, end timestamp, state); the timelines' events of those in the replayable
+    ``ranges``; notes of where leader epochs start and of the first record later than each time."""
+    fs, base = filesystem(root)
+    staged = pq.read_table(f"{base}/decoded/part-{meta.file_id}.parquet", filesystem=fs)
+    offsets = staged.column("offset").to_numpy()
+    staged = staged.filter(pa.array(overlaps(offsets, offsets, want)))
+    sink = Sink(root, "records", RECORDS, str(meta.file_id), meta.cluster_id)
+    events = _Events(root, str(meta.file_id))
+    epochs: dict[int, tuple[int, int]] = {}
+    later: list[int | None] = [None] * len(times)
+    for rb in staged.to_batches(_ROWS):
+        n = rb.num_rows
+        offset = rb.column("offset").to_numpy()
+        control = rb.column("is_control").to_numpy(zero_copy_only=False)
+        known = pa.array([names.get(t) if t is not None else None for t in rb.column("topic_id").to_pylist()],
+                         pa.string()) if names else pa.nulls(n, pa.string())
+        begin, end, end_ts, state = _transaction_of(offset, control, txns)
+        payload = rb.column("payload")
+        if not redact_payloads:
+            payload = pc.coalesce(rb.column("data_json"), payload)
+        cols = {name: rb.column(name) for name in rb.schema.names}
+        topic_name = pc.coalesce(cols["topic_name"], known)
+        sink.write(pa.RecordBatch.from_arrays([
+            pa.repeat(pa.scalar(meta.log_dir), n), pa.repeat(pa.scalar(meta.node_id, pa.int32()), n),
+            pa.repeat(pa.scalar(meta.file), n), cols["offset"], cols["position"], cols["base_offset"],
+            cols["timestamp"], _time(rb.column("timestamp").to_numpy()), cols["epoch"], cols["is_control"],
+            *(payload if name == "payload" else topic_name if name == "topic_name"
+              else cols[name] for name, _ in _VALUES if name != "data_json"),
+            cols["crc_valid"], begin, state, pa.repeat(pa.scalar(run_id), n),
+        ], schema=RECORDS))
+        rb = rb.set_column(rb.schema.get_field_index("topic_name"), "topic_name", topic_name)
+        committed = pc.fill_null(pc.equal(state, COMMITTED), False).to_numpy(zero_copy_only=False)
+        replayed = _replayed(rb) & (pc.is_null(state).to_numpy(zero_copy_only=False) | committed) \
+            & overlaps(offset, offset, ranges)
+        eff = pc.if_else(pa.array(committed), end, rb.column("offset")).filter(pa.array(replayed))
+        eff_ts = pc.if_else(pa.array(committed), end_ts, rb.column("timestamp")).filter(pa.array(replayed))
+        log = rb.filter(pa.array(replayed))
+        events.write(routed(meta.cluster_id, _source(log, eff, log.column("offset"), pa.repeat(
+            pa.scalar(0, pa.int64()), log.num_rows), eff_ts), buckets, names))
+        raft = rb.filter(pa.array(control & pc.is_null(rb.column("error")).to_numpy(zero_copy_only=False)))
+        events.write(controller_rows(meta.cluster_id, _source(raft, raft.column("offset"), raft.column("offset"),
+                                     pa.repeat(pa.scalar(0, pa.int64()), raft.num_rows), raft.column("timestamp")),
+                                     buckets))
+        _epochs(rb, epochs)
+        ts = rb.column("timestamp").to_numpy()
+        for k, t in enumerate(times):
+            after = offset[ts > t]
+            if after.size and (later[k] is None or after.min() < later[k]):
+                later[k] = int(after.min())
+    return [(meta.file_id, "finished", json.dumps({"records": sink.close(), "events": events.close(),
+                                                   "later": later})),
+            *((meta.file_id, "epoch", json.dumps({"epoch": e, "offset": o, "timestamp": t}))
+              for e, (o, t) in epochs.items())]
+
+
+def _epochs(rb: pa.RecordBatch, epochs: dict[int, tuple[int, int]]) -> None:
+    """The first (offset, timestamp) of each leader epoch among the rows."""
     epoch, offset, ts = (rb.column(c).to_numpy() for c in ("epoch", "offset", "timestamp"))
     for e in np.unique(epoch).tolist():
         at = np.flatnonzero(epoch == e)
@@ -334,45 +445,20 @@ def _notes_of(file_id: int, rb: pa.RecordBatch, notes: list[Note], epochs: dict)
             epochs[e] = (int(offset[first]), int(ts[first]))
 
 
-def finish_records(meta: FileMeta, root: str, run_id: str, names: dict[str, str],
-                   txns: list[tuple[int, int | None, str]], redact_payloads: bool) -> int:
-    """The ``records`` rows of one file's staged records: where they come from, the topic name of
-    topic-id records, and the metadata transaction each belongs to (``txns``: begin, end, state)."""
-    fs, base = filesystem(root)
-    staged = pq.read_table(f"{base}/decoded/part-{meta.file_id}.parquet", filesystem=fs)
-    sink = Sink(root, "records", RECORDS, str(meta.file_id), meta.cluster_id)
-    for rb in staged.to_batches(_ROWS):
-        n = rb.num_rows
-        offset = rb.column("offset").to_numpy()
-        known = pa.array([names.get(t) if t is not None else None for t in rb.column("topic_id").to_pylist()],
-                         pa.string()) if names else pa.nulls(n, pa.string())
-        begin, state = _transaction_of(offset, rb.column("is_control").to_numpy(zero_copy_only=False), txns)
-        payload = rb.column("payload")
-        if not redact_payloads:
-            payload = pc.coalesce(rb.column("data_json"), payload)
-        cols = {name: rb.column(name) for name in rb.schema.names}
-        sink.write(pa.RecordBatch.from_arrays([
-            pa.repeat(pa.scalar(meta.log_dir), n), pa.repeat(pa.scalar(meta.node_id, pa.int32()), n),
-            pa.repeat(pa.scalar(meta.file), n), cols["offset"], cols["position"], cols["base_offset"],
-            cols["timestamp"], _time(rb.column("timestamp").to_numpy()), cols["epoch"], cols["is_control"],
-            *(payload if name == "payload" else pc.coalesce(cols["topic_name"], known) if name == "topic_name"
-              else cols[name] for name, _ in _VALUES if name != "data_json"),
-            cols["crc_valid"], begin, state, pa.repeat(pa.scalar(run_id), n),
-        ], schema=RECORDS))
-    return sink.close()
-
-
-def _transaction_of(offset: np.ndarray, control: np.ndarray,
-                    txns: list[tuple[int, int | None, str]]) -> tuple[pa.Array, pa.Array]:
-    """Each metadata record's transaction (begin offset and state), from Begin to End or Abort."""
+def _transaction_of(offset: np.ndarray, control: np.ndarray, txns: list[tuple[int, int | None, int | None, str]]
+                    ) -> tuple[pa.Array, pa.Array, pa.Array, pa.Array]:
+    """Each metadata record's transaction, from Begin to End or Abort: its begin offset, the End's or
+    Abort's offset and timestamp, and its state."""
     n = len(offset)
     if not txns:
-        return pa.nulls(n, pa.int64()), pa.nulls(n, pa.string())
-    begins = np.asarray([b for b, _, _ in txns], np.int64)
-    ends = np.asarray([e if e is not None else np.iinfo(np.int64).max for _, e, _ in txns], np.int64)
+        return pa.nulls(n, pa.int64()), pa.nulls(n, pa.int64()), pa.nulls(n, pa.int64()), pa.nulls(n, pa.string())
+    begins = np.asarray([b for b, _, _, _ in txns], np.int64)
+    ends = np.asarray([e if e is not None else np.iinfo(np.int64).max for _, e, _, _ in txns], np.int64)
     i = np.searchsorted(begins, offset, side="right") - 1
     j = np.maximum(i, 0)
-    inside = (i >= 0) & (offset <= ends[j]) & ~control
-    states = pa.array([s for _, _, s in txns])
-    return (pa.array(begins[j], mask=~inside),
-            pc.if_else(pa.array(inside), states.take(pa.array(j)), pa.scalar(None, pa.string())))
+    outside = ~((i >= 0) & (offset <= ends[j]) & ~control)
+    at = pa.array(j)
+    return (pa.array(begins[j], mask=outside),
+            pc.if_else(pa.array(outside), None, pa.array([e for _, e, _, _ in txns], pa.int64()).take(at)),
+            pc.if_else(pa.array(outside), None, pa.array([t for _, _, t, _ in txns], pa.int64()).take(at)),
+            pc.if_else(pa.array(outside), None, pa.array([s for _, _, _, s in txns], pa.string()).take(at)))

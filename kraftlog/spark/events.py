@@ -1,97 +1,184 @@
-"""What each timeline replays: the deduplicated log's records with their effective offsets, the
-snapshot records that seed the plan, and the routing of records that change other entities (a
-topic's creation and removal reach its partitions and configs; ClearElr reaches partitions)."""
+"""What each timeline replays, as Arrow rows staged in buckets: the deduplicated log's committed
+records inside the replayable ranges (at their effective offset), the seed snapshots' records, and
+the raft control records.
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
-from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
+A record reaches every entity it changes. A topic's creation and removal reach its partitions and
+its configs, and ClearElr reaches partitions; such a row leaves the entity's key open
+(``partition_id`` or ``config_name`` null, or ``topic_id`` for ClearElr) and ``expand`` fills it in
+with every key of the bucket it can change, as the state layer decides what it does to each.
+
+Rows are bucketed by cluster and the part of the key that routing shares (topic id for topics and
+partitions, resource name for configs), so that one task holds all of an entity's events: the
+tasks that decode files write the buckets and the tasks that fold them read them, and no event
+row passes through the JVM.
+"""
+
+import json
+import zlib
+from collections import defaultdict
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from kraftlog.spark import entities as E
 from kraftlog.spark.fold import EVENT_COLUMNS, Entity
-from kraftlog.spark.plan import Plan
-from kraftlog.spark.transactions import COMMITTED
 
 #: Pseudo record at the first offset of a leader epoch: the image observes the epoch, nothing else.
 EPOCH_START = "EPOCH_START"
-_CARRIED = ("topic_id", "topic_name", "partition_id", "broker_id", "resource_type", "resource_name")
-_RANGES = StructType([StructField("r_cluster", StringType(), False), StructField("lo", LongType(), False),
-                      StructField("hi", LongType(), False)])
-_SEEDS = StructType([StructField("file_id", IntegerType(), False),
-                     StructField("seed_offset", LongType(), False), StructField("seed_time", LongType(), True)])
+TOPIC_RESOURCE = 2  # ConfigResource.Type TOPIC
+#: Every entity's key columns (an entity uses its own, the others stay null).
+KEYS = [("topic_id", pa.string()), ("partition_id", pa.int32()), ("broker_id", pa.int32()),
+        ("resource_type_id", pa.int32()), ("resource_name", pa.string()), ("config_name", pa.string()),
+        ("acl_id", pa.string()), ("feature", pa.string())]
+EVENTS = pa.schema([
+    ("entity", pa.string()), ("cluster_id", pa.string()), *KEYS,
+    ("target", pa.string()),  # a routed row's topic name (ClearElr: "" for every topic)
+    ("eff_offset", pa.int64()), ("offset", pa.int64()), ("seq", pa.int64()), ("eff_time", pa.int64()),
+    ("epoch", pa.int32()), ("record_type", pa.string()), ("data", pa.string()),
+])
+#: Columns a source of events gives (``DECODED``'s names, with the effective offset and time).
+SOURCE = ("eff_offset", "offset", "seq", "eff_time", "epoch", "record_type", "data", "topic_id", "topic_name",
+          "partition_id", "broker_id", "resource_name")
 
 
-def replay_events(spark: SparkSession, records: DataFrame, snapshot_records: DataFrame,
-                  plans: dict[str, Plan]) -> DataFrame:
-    """Every event of the timelines that follow the plan: committed log records inside the
-    replayable ranges (at their effective offset), then the seed snapshots' records. ``records``
-    are the log's decoded records with ``cluster_id`` and their transaction (``transactions.tag``),
-    ``snapshot_records`` those of the snapshots, with ``cluster_id``."""
-    ranges = F.broadcast(spark.createDataFrame(
-        [(c, lo, hi) for c, p in plans.items() for lo, hi in p.ranges], _RANGES))
-    log = records.filter(F.col("record_type").isin(*E.REPLAYED_TYPES) & F.col("error").isNull()
-                         & ~F.col("is_control") & (F.col("txn_state").isNull() | (F.col("txn_state") == COMMITTED)))
-    committed = F.col("txn_state") == COMMITTED
-    log = log.join(ranges, (log.cluster_id == ranges.r_cluster) & log["offset"].between(ranges.lo, ranges.hi),
-                   "left_semi").select(
-        "cluster_id",
-        F.when(committed, F.col("txn_end_offset")).otherwise(F.col("offset")).alias("eff_offset"),
-        "offset", F.lit(0).cast("long").alias("seq"),
-        F.when(committed, F.col("txn_end_timestamp")).otherwise(F.col("timestamp")).alias("eff_time"),
-        "epoch", "record_type", F.coalesce("data_json", "payload").alias("data"), *_CARRIED)
-    seeds = [(s.file_id, s.end_offset - 1, s.timestamp) for p in plans.values() for s in p.seeds]
-    if not seeds:
-        return log
-    seed = F.broadcast(spark.createDataFrame(seeds, _SEEDS))
-    snap = snapshot_records.filter(F.col("record_type").isin(*E.REPLAYED_TYPES) & F.col("error").isNull()
-                                   & ~F.col("is_control")).join(seed, "file_id").select(
-        "cluster_id", F.col("seed_offset").alias("eff_offset"), F.col("seed_offset").alias("offset"),
-        F.col("offset").alias("seq"), F.col("seed_time").alias("eff_time"), "epoch", "record_type",
-        F.coalesce("data_json", "payload").alias("data"), *_CARRIED)
-    return log.unionByName(snap)
+def bucket_of(cluster_id: str, route: object, buckets: int) -> int:
+    """The bucket of an entity's events: the same for every process and run."""
+    return zlib.crc32(f"{cluster_id}\0{route}".encode()) % buckets
 
 
-def controller_events(spark: SparkSession, records: DataFrame,
-                      epoch_starts: list[tuple[str, int, int, int]]) -> DataFrame:
-    """Raft control records, and the first offset of each leader epoch (cluster, epoch, offset, ms),
-    where the leader is unknown until a LeaderChange says who won."""
-    control = records.filter(F.col("is_control") & F.col("record_type").isin(*E.CONTROLLER.records)
-                             & F.col("error").isNull()).select(
-        "cluster_id", F.col("offset").alias("eff_offset"), "offset", F.lit(0).cast("long").alias("seq"),
-        F.col("timestamp").alias("eff_time"), "epoch", "record_type", F.col("payload").alias("data"))
-    starts = spark.createDataFrame(epoch_starts, "cluster_id string, epoch int, offset long, eff_time long").select(
-        "cluster_id", F.col("offset").alias("eff_offset"), "offset", F.lit(-1).cast("long").alias("seq"), "eff_time",
-        "epoch", F.lit(EPOCH_START).alias("record_type"), F.lit("{}").alias("data"))
-    return control.unionByName(starts)
+def _buckets(cluster_id: str, route: pa.Array | pa.ChunkedArray, buckets: int) -> np.ndarray:
+    """``bucket_of`` for a column, computed once per distinct value."""
+    if isinstance(route, pa.ChunkedArray):
+        route = route.combine_chunks()
+    encoded = pc.dictionary_encode(route.cast(pa.string()))
+    table = np.asarray([bucket_of(cluster_id, v, buckets) for v in encoded.dictionary.to_pylist()], np.int32)
+    indices = encoded.indices.to_numpy(zero_copy_only=False)
+    return table[indices] if table.size else np.zeros(len(route), np.int32)
 
 
-def _json(path: str) -> F.Column:
-    return F.get_json_object("data", path)
+def _json_keys(data: pa.Array, fields: dict[str, tuple[str, pa.DataType]]) -> dict[str, pa.Array]:
+    """Key columns read from each row's JSON data (configs and ACLs: few rows)."""
+    parsed = [json.loads(d) for d in data.to_pylist()]
+    return {column: pa.array([p.get(name) for p in parsed], t) for column, (name, t) in fields.items()}
 
 
-def entity_events(entity: Entity, events: DataFrame, names: DataFrame) -> DataFrame:
-    """``entity``'s own events keyed by its key columns, plus the routed events that change it."""
-    cols = ["cluster_id", *entity.key_names, *EVENT_COLUMNS]
-    own = events.filter(F.col("record_type").isin(*entity.records))
-    if entity is E.CONFIG:
-        own = own.withColumn("resource_type_id", _json("$.resourceType").cast("int")) \
-            .withColumn("config_name", _json("$.name"))
-    elif entity is E.ACL:
-        own = own.withColumn("acl_id", _json("$.id"))
-    elif entity is E.FEATURE:
-        own = own.withColumn("feature", F.col("resource_name"))
-    own = own.select(*cols)
+def _table(entity: Entity, cluster_id: str, src: pa.Table, keys: dict[str, pa.Array],
+           target: pa.Array | None = None) -> pa.Table:
+    """``src`` as ``EVENTS`` rows of ``entity``."""
+    n = src.num_rows
+    return pa.Table.from_pydict({
+        "entity": pa.repeat(pa.scalar(entity.table), n), "cluster_id": pa.repeat(pa.scalar(cluster_id), n),
+        **{k: keys.get(k, pa.nulls(n, t)) for k, t in KEYS},
+        "target": target if target is not None else pa.nulls(n, pa.string()),
+        **{c: src.column(c) for c in EVENT_COLUMNS}}, schema=EVENTS)
+
+
+def _rows(entity: Entity, cluster_id: str, src: pa.Table, keys: dict[str, pa.Array], target: pa.Array | None,
+          route: pa.Array | None, buckets: int) -> list[tuple[int, pa.Table]]:
+    """``src`` as rows of ``entity``, split by bucket (a null ``route``: every bucket)."""
+    if not src.num_rows:
+        return []
+    table = _table(entity, cluster_id, src, keys, target)
+    if route is None:
+        return [(b, table) for b in range(buckets)]
+    at = _buckets(cluster_id, route, buckets)
+    return [(int(b), table.filter(pa.array(at == b))) for b in np.unique(at)]
+
+
+def routed(cluster_id: str, src: pa.Table, buckets: int, names: dict[str, str]) -> list[tuple[int, pa.Table]]:
+    """Every entity's event rows from one cluster's ``SOURCE`` rows, by bucket. ``names``: topic id
+    -> name, for a removal (which names only the id) to reach the topic's configs."""
+    out = []
+    types = src.column("record_type")
+
+    def of(kinds) -> pa.Table:
+        return src.filter(pc.is_in(types, pa.array(list(kinds))))
+
+    for entity in E.ENTITIES:
+        if not entity.follows_plan:
+            continue
+        own = of(entity.records)
+        keys = {k: own.column(k) for k in entity.key_names if k in own.column_names}
+        if entity is E.CONFIG:
+            keys = _json_keys(own.column("data"), {"resource_type_id": ("resourceType", pa.int32()),
+                                                   "resource_name": ("resourceName", pa.string()),
+                                                   "config_name": ("name", pa.string())})
+        elif entity is E.ACL:
+            keys = _json_keys(own.column("data"), {"acl_id": ("id", pa.string())})
+        elif entity is E.FEATURE:
+            keys = {"feature": own.column("resource_name")}
+        route = keys.get("resource_name") if entity is E.CONFIG else keys[entity.key_names[0]]
+        out += _rows(entity, cluster_id, own, keys, None, route, buckets)
+        if E.TOPIC_RECORDS[0] not in entity.routed:
+            continue
+        topics = of(E.TOPIC_RECORDS)
+        if entity is E.CONFIG:
+            name = pc.coalesce(topics.column("topic_name"), pa.array(
+                [names.get(t) for t in topics.column("topic_id").to_pylist()], pa.string()))
+            out += _rows(entity, cluster_id, topics, {"resource_type_id": pa.repeat(pa.scalar(TOPIC_RESOURCE,
+                         pa.int32()), topics.num_rows), "resource_name": name}, name, name, buckets)
+            continue
+        out += _rows(entity, cluster_id, topics, {"topic_id": topics.column("topic_id")}, None,
+                     topics.column("topic_id"), buckets)
+        clear = of([E.CLEAR_ELR])
+        out += _rows(entity, cluster_id, clear, {}, pc.fill_null(clear.column("topic_name"), ""), None, buckets)
+    return out
+
+
+def controller_rows(cluster_id: str, src: pa.Table, buckets: int) -> list[tuple[int, pa.Table]]:
+    """The raft control records of ``src`` as controller events (one timeline per cluster)."""
+    control = src.filter(pc.is_in(src.column("record_type"), pa.array(list(E.CONTROLLER.records))))
+    return _rows(E.CONTROLLER, cluster_id, control, {}, None,
+                 pa.repeat(pa.scalar(""), control.num_rows), buckets)
+
+
+def epoch_starts(cluster_id: str, starts: list[tuple[int, int, int]]) -> pa.Table:
+    """The first offset of each leader epoch (epoch, offset, ms) as controller events: the leader is
+    unknown there until a LeaderChange says who won."""
+    epoch, offset, ms = zip(*starts, strict=True) if starts else ((), (), ())
+    src = pa.table({"eff_offset": pa.array(offset, pa.int64()), "offset": pa.array(offset, pa.int64()),
+                    "seq": pa.repeat(pa.scalar(-1, pa.int64()), len(starts)), "eff_time": pa.array(ms, pa.int64()),
+                    "epoch": pa.array(epoch, pa.int32()),
+                    "record_type": pa.repeat(pa.scalar(EPOCH_START), len(starts)),
+                    "data": pa.repeat(pa.scalar("{}"), len(starts))})
+    return _table(E.CONTROLLER, cluster_id, src, {})
+
+
+def expand(entity: Entity, rows: pa.Table, names: dict[str, str]) -> pa.Table:
+    """``entity``'s rows of one bucket with every open key filled in: one row per key of the bucket
+    the routed record can change (a topic's partitions or configs; for ClearElr, the partitions of
+    the topic it names, or of every topic)."""
     if not entity.routed:
+        return rows
+    own_mask = pc.is_in(rows.column("record_type"), pa.array(list(entity.records)))
+    own, other = rows.filter(own_mask), rows.filter(pc.invert(own_mask))
+    if not other.num_rows:
         return own
-    keys = own.select("cluster_id", *entity.key_names).distinct()
-    topics = events.filter(F.col("record_type").isin(*E.TOPIC_RECORDS)).select("cluster_id", "topic_id", *EVENT_COLUMNS) \
-        .join(names, ["cluster_id", "topic_id"])
-    if entity is E.CONFIG:  # a topic's removal deletes ConfigResource(TOPIC, name): route by name
-        topic_keys = keys.filter(F.col("resource_type_id") == 2).withColumnRenamed("resource_name", "topic_name")
-        routed = topics.join(topic_keys, ["cluster_id", "topic_name"]).withColumn("resource_name", F.col("topic_name"))
-        return own.unionByName(routed.select(*cols))
-    routed = topics.drop("topic_name").join(keys, ["cluster_id", "topic_id"]).select(*cols)
-    clear = events.filter(F.col("record_type") == E.CLEAR_ELR).select("cluster_id", *EVENT_COLUMNS) \
-        .withColumn("target", F.coalesce(_json("$.topicName"), F.lit("")))
-    cleared = clear.join(keys.join(names, ["cluster_id", "topic_id"]), "cluster_id") \
-        .filter((F.col("target") == "") | (F.col("target") == F.col("topic_name"))).select(*cols)
-    return own.unionByName(routed).unionByName(cleared)
+    keys = own.select(["cluster_id", *entity.key_names]).group_by(["cluster_id", *entity.key_names]) \
+        .aggregate([]).to_pylist()
+    by_prefix = defaultdict(list)  # what a routed row names -> the keys it reaches
+    for k in keys:
+        if entity is E.PARTITION:
+            by_prefix[(k["cluster_id"], k["topic_id"])].append(k)
+            by_prefix[(k["cluster_id"], None)].append(k)
+        elif k["resource_type_id"] == TOPIC_RESOURCE:
+            by_prefix[(k["cluster_id"], k["resource_name"])].append(k)
+    take, filled = [], defaultdict(list)
+    for i, r in enumerate(other.select(["cluster_id", "topic_id", "target", "resource_name"]).to_pylist()):
+        if entity is E.CONFIG:
+            reached = by_prefix.get((r["cluster_id"], r["resource_name"]), [])
+        elif r["topic_id"] is not None:
+            reached = by_prefix.get((r["cluster_id"], r["topic_id"]), [])
+        else:  # ClearElr: the partitions of the topic it names (any topic that had the name), or all
+            reached = [k for k in by_prefix.get((r["cluster_id"], None), [])
+                       if r["target"] == "" or names.get(k["topic_id"]) == r["target"]]
+        for k in reached:
+            take.append(i)
+            for name in entity.key_names:
+                filled[name].append(k[name])
+    reached = other.take(pa.array(take, pa.int64()))
+    for name in entity.key_names:
+        reached = reached.set_column(reached.schema.get_field_index(name), name,
+                                     pa.array(filled[name], EVENTS.field(name).type))
+    return pa.concat_tables([own, reached])

@@ -1,7 +1,7 @@
 """Timelines: each entity's records folded in offset order, in parallel across entities.
 
 An entity's events (its own records, and the few records of others that change it, such as its
-topic's removal) are shuffled together and sorted by effective offset; a Python task walks its
+topic's removal) are bucketed together (``events``) and sorted by effective offset; a Python task walks its
 sorted rows once, replaying one entity at a time into a fresh ``ClusterImage``, so the rules are
 the state layer's and nothing is re-implemented here. Out comes one row per state the entity was
 in, valid from ``valid_from_offset`` up to (not including) ``valid_to_offset``; null while current.
@@ -15,9 +15,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import pyarrow as pa
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema
 
 from kraftlog.spark.plan import GAP, SEED, Reset
 from kraftlog.spark.replayed import Replayed
@@ -180,15 +177,3 @@ def fold_function(entity: Entity, resets: dict[str, list[Reset]], redact: bool):
         yield from out.flush()
 
     return run
-
-
-def history(entity: Entity, events: DataFrame, resets: dict[str, list[Reset]], redact: bool = True) -> DataFrame:
-    """The timeline table of ``entity`` from its events (``cluster_id``, keys, ``EVENT_COLUMNS``)."""
-    keys = ["cluster_id", *entity.key_names]
-    ordered = events.select(*keys, *EVENT_COLUMNS).repartition(*keys) \
-        .sortWithinPartitions(*keys, "eff_offset", "offset", "seq")
-    rows = ordered.mapInArrow(fold_function(entity, resets, redact), from_arrow_schema(entity.schema()))
-    return rows.select(
-        *keys, "valid_from_offset", F.timestamp_millis("valid_from_ms").alias("valid_from_time"),
-        "valid_to_offset", F.timestamp_millis("valid_to_ms").alias("valid_to_time"),
-        "change", "changed", "change_offset", "change_records", "ended_by", *(n for n, _ in entity.state))

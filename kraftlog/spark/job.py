@@ -16,7 +16,6 @@ from urllib.parse import urlparse
 
 import pyspark
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StringType, StructField
 
@@ -25,19 +24,21 @@ from kraftlog.files.logdir import load_node
 from kraftlog.files.paths import read_by
 from kraftlog.files.reader import Limits
 from kraftlog.report import collect, write_report
-from kraftlog.spark import copies, entities, events, passes, tables, views
-from kraftlog.spark.decode import BATCHES, DECODED, RECORDS
+from kraftlog.spark import copies, entities, passes, tables, views
+from kraftlog.spark.decode import BATCHES, EVENTS_TABLE, RECORDS
 from kraftlog.spark.discover import Inventory, discover, local_path
-from kraftlog.spark.fold import history
 from kraftlog.spark.output import Output, new_run_id
 from kraftlog.spark.plan import Plan, Snapshot, plan
-from kraftlog.spark.transactions import Marker, tag, transactions
+from kraftlog.spark.timelines import history_schema
+from kraftlog.spark.transactions import Marker, transactions
 from kraftlog.state.rebuild import parse_time
 from kraftlog.wire.crc import IMPLEMENTATION as CRC_IMPLEMENTATION
 
 #: Snapshot-equivalent views: table -> the timeline it is cut from.
 VIEWS = {"state_topics": entities.TOPIC, "state_partitions": entities.PARTITION, "state_brokers": entities.BROKER,
          "state_configs": entities.CONFIG, "state_features": entities.FEATURE}
+#: Log records per bucket of timeline events, at most (a quarter of a log's records are events, or fewer).
+EVENTS_PER_BUCKET = 4_000_000
 TABLES = ("files", "batches", "problems", "divergence", "records", *(e.table for e in entities.ENTITIES), *VIEWS)
 
 
@@ -87,6 +88,13 @@ def _snapshots(inv: Inventory, summary: dict, rank: dict[int, int]) -> dict[str,
     for (cluster, _), (_, snap) in sorted(best.items()):
         out[cluster].append(snap)
     return out
+
+
+def _buckets(spark: SparkSession, summary: dict) -> int:
+    """Buckets of timeline events: two per core, and more for a big fleet (a bucket is held in one
+    task's memory, a few hundred bytes an event)."""
+    records = sum(s.records for s in summary.values())
+    return max(2 * spark.sparkContext.defaultParallelism, -(-records // EVENTS_PER_BUCKET))
 
 
 def _plans(inv: Inventory, supplied: list[tuple[int, int, int]], snaps: dict[str, list[Snapshot]]) -> dict[str, Plan]:
@@ -181,57 +189,52 @@ def run(spark: SparkSession, opts: Options) -> dict:
     try:
         with stages("discover"):
             inv = discover(opts.inputs)
-            files = inv.dataframe(spark).select("file_id", "cluster_id").cache()
-        with stages("scan"):
-            scanned = passes.by_kind(passes.scan(spark, inv, out.root, run_id, opts.limits))
-            summary = copies.summaries(scanned["file"])
+        with stages("read"):
+            notes = passes.by_kind(passes.read(spark, inv, out.root, run_id, opts.limits))
+            summary = copies.summaries(notes["file"])
             batches = out.staged("batches", _with_cluster(BATCHES), sum(s.batches for s in summary.values()))
         with stages("copies"):
             rank = copies.ranks(inv, summary)
-            mismatched = copies.block_mismatches(inv, scanned["block"])
+            mismatched = copies.block_mismatches(inv, notes["block"])
             divergent = out.write("divergence", copies.divergence(spark, batches, inv, rank, mismatched))
             supplied = copies.suppliers(inv, summary, rank, copies.cuts(divergent))
+            want = copies.wanted(supplied)
             snaps = _snapshots(inv, summary, rank)
             plans = _plans(inv, supplied, snaps)
-        with stages("decode"):
-            times = [parse_time(t) for t in opts.at_times]
-            decoded_notes = passes.by_kind(passes.decode(spark, inv, copies.wanted(supplied), out.root, times,
-                                                         opts.limits))
-            cluster_of = {f.file_id: f.cluster_id for f in inv.files}
-            txns = transactions(Marker(cluster_of[i], **m) for i, m in decoded_notes["marker"])
-            snapshot_records = out.staged("snapshot_records", from_arrow_schema(DECODED)).join(files, "file_id")
-            topics = {(cluster_of[i], *body) for i, body in decoded_notes["topic"]} | {
-                tuple(r) for r in snapshot_records.filter(F.col("record_type") == "TOPIC_RECORD")
-                .select("cluster_id", "topic_id", "topic_name").distinct().collect()}
+            buckets = _buckets(spark, summary)
+            # what a copy holds beyond the offsets it supplies is another copy's to tell
+            notes |= {kind: [(i, n) for i, n in notes[kind] if copies.supplies(want, i, n["offset"])]
+                      for kind in ("marker", "topic", "undecodable", "batch-error")}
+        with stages("seeds"):
+            seeded = passes.by_kind(passes.seeds(spark, inv, [s for p in plans.values() for s in p.seeds], out.root,
+                                                 buckets, opts.limits))
         with stages("records"):
-            by_cluster = defaultdict(list)
-            for cluster, begin, end, _, state in txns:
-                by_cluster[cluster].append((begin, end, state))
-            finished = passes.by_kind(passes.finish(spark, inv, sorted({i for i, _ in decoded_notes["decoded"]}), out.root, run_id,
-                                     {t: n for _, t, n in topics}, {c: sorted(t) for c, t in by_cluster.items()},
-                                     opts.redact))
-            out.staged("records", _with_cluster(RECORDS), sum(n for _, n in finished["records"]))
+            cluster_of = {f.file_id: f.cluster_id for f in inv.files}
+            txns = defaultdict(list)
+            for cluster, begin, end, end_ts, state in transactions(
+                    Marker(cluster_of[i], **m) for i, m in notes["marker"]):
+                txns[cluster].append((begin, end, end_ts, state))
+            names = {n["topic_id"]: n["name"] for _, n in notes["topic"] + seeded["topic"]}
+            finished = passes.by_kind(passes.finish(
+                spark, inv, want, out.root, run_id, names, {c: sorted(t) for c, t in txns.items()},
+                {c: p.ranges for c, p in plans.items()}, opts.redact, [parse_time(t) for t in opts.at_times],
+                buckets))
+            out.staged("records", _with_cluster(RECORDS), sum(n["records"] for _, n in finished["finished"]))
         with stages("timelines"):
-            log = tag(spark, out.staged("decoded", from_arrow_schema(DECODED)).join(files, "file_id"), txns)
-            replayed = events.replay_events(spark, log, snapshot_records, plans).cache()
-            topic_names = spark.createDataFrame(sorted(topics), "cluster_id string, topic_id string, topic_name string")
             epochs: dict[tuple[str, int], tuple[int, int]] = {}
-            for i, e in decoded_notes["epoch"]:
+            for i, e in finished["epoch"]:
                 key = (cluster_of[i], e["epoch"])
                 epochs[key] = min(epochs.get(key, (e["offset"], e["timestamp"])), (e["offset"], e["timestamp"]))
-            resets = {c: p.resets for c, p in plans.items()}
-            timelines = {}
-            for entity in entities.ENTITIES:
-                source = events.controller_events(spark, log, [(c, e, o, t) for (c, e), (o, t) in epochs.items()]) \
-                    if entity is entities.CONTROLLER else events.entity_events(entity, replayed, topic_names)
-                h = history(entity, source, resets, opts.redact)
-                if entity is entities.CONFIG:
-                    h = h.withColumn("resource_type", views.resource_type_name("resource_type_id"))
-                with stages(entity.table):
-                    timelines[entity.table] = out.write(entity.table, h)
-            replayed.unpersist()
+            starts = defaultdict(list)
+            for (c, e), (o, t) in sorted(epochs.items()):
+                starts[c].append((e, o, t))
+            written = passes.timelines(spark, out.root, buckets, {c: p.resets for c, p in plans.items()}, starts,
+                                       names, opts.redact, run_id)
+            timelines = {e.table: out.staged(e.table, _with_cluster(history_schema(e)),
+                                             sum(n[e.table] for _, n in passes.by_kind(written)["timeline"]))
+                         for e in entities.ENTITIES}
         with stages("views"):
-            at = views.points(spark, _points(opts, inv, plans, decoded_notes["decoded"], snaps)).cache()
+            at = views.points(spark, _points(opts, inv, plans, finished["finished"], snaps)).cache()
             state = {name: views.view(timelines[e.table], e, at) for name, e in VIEWS.items()}
             counts = state["state_partitions"].groupBy("cluster_id", "at_offset", "topic_id").count() \
                 .withColumnRenamed("count", "partitions")
@@ -246,8 +249,9 @@ def run(spark: SparkSession, opts: Options) -> dict:
                      for p in plans.values() for s in p.seeds}
             out.write("files", tables.files_table(spark, inv, summary, seeds))
             unreplayable = [(c, lo, hi) for c, p in plans.items() for lo, hi in p.unreplayable]
-            out.write("problems", tables.problems_table(spark, inv, {**scanned, **decoded_notes}, unreplayable))
-            for tmp in ("decoded", "snapshot_records"):
+            found = {kind: notes[kind] + seeded[kind] for kind in tables.PROBLEM_NOTES}
+            out.write("problems", tables.problems_table(spark, inv, found, unreplayable))
+            for tmp in ("decoded", EVENTS_TABLE):
                 out.drop(tmp)
         reports = {}
         if opts.report:

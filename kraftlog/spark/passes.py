@@ -1,5 +1,6 @@
-"""The job's passes over the input files, as Spark tasks: ``binaryFile`` rows into ``mapInArrow``
-functions that decode them and write their tables' Parquet (``decode``), returning only notes."""
+"""The job's passes, as Spark tasks that write their tables' Parquet themselves and return only
+notes: over the input files (``binaryFile`` rows into ``mapInArrow`` functions, see ``decode``),
+then over the staged records of each file and the buckets of events (see ``timelines``)."""
 
 import json
 import re
@@ -8,8 +9,10 @@ from collections import defaultdict
 from pyspark.sql import SparkSession
 
 from kraftlog.files.reader import Limits
-from kraftlog.spark.decode import FileMeta, Note, decode_file, finish_records, scan_file
+from kraftlog.spark.decode import FileMeta, Note, finish_records, read_file, seed_file
 from kraftlog.spark.discover import Inventory, local_path
+from kraftlog.spark.plan import Reset, Snapshot
+from kraftlog.spark.timelines import fold_bucket
 
 NOTES = "file_id int, kind string, body string"
 
@@ -46,37 +49,53 @@ def _over_files(spark: SparkSession, files: dict[str, FileMeta], work) -> list[N
     return [tuple(r) for r in content.mapInArrow(run, NOTES).collect()]
 
 
-def scan(spark: SparkSession, inv: Inventory, root: str, run_id: str, limits: Limits) -> list[Note]:
-    """Pass one over every readable file: ``batches`` (all copies) and ``snapshot_records``."""
+def read(spark: SparkSession, inv: Inventory, root: str, run_id: str, limits: Limits) -> list[Note]:
+    """Pass one over every readable file: ``batches`` (all copies) and the segments' staged records."""
     meta = _meta(inv)
     return _over_files(spark, {m.file: m for m in meta.values()},
-                       lambda m, buf: scan_file(m, buf, root, run_id, limits))
+                       lambda m, buf: read_file(m, buf, root, run_id, limits))
 
 
-def decode(spark: SparkSession, inv: Inventory, want: dict[int, list[tuple[int, int]]], root: str,
-           times: list[int], limits: Limits) -> list[Note]:
-    """Pass two over the segments that supply offsets: their records at those offsets."""
+def seeds(spark: SparkSession, inv: Inventory, snapshots: list[Snapshot], root: str, buckets: int,
+          limits: Limits) -> list[Note]:
+    """The records of the snapshots timelines start from, as events."""
     meta = _meta(inv)
-    files = {meta[i].file: meta[i] for i in want}
-    return _over_files(spark, files, lambda m, buf: decode_file(m, buf, want[m.file_id], root, times, limits))
+    at = {s.file_id: s for s in snapshots}
+    files = {meta[i].file: meta[i] for i in at}
+    return _over_files(spark, files, lambda m, buf: seed_file(m, buf, at[m.file_id].end_offset - 1,
+                                                              at[m.file_id].timestamp, root, buckets, limits))
 
 
-def finish(spark: SparkSession, inv: Inventory, file_ids: list[int], root: str, run_id: str,
-           names: dict[str, str], txns: dict[str, list[tuple[int, int | None, str]]], redact: bool) -> list[Note]:
-    """The ``records`` table from the staged records of each file, in parallel."""
-    meta = _meta(inv)
-    if not file_ids:
+def _over_tasks(spark: SparkSession, tasks: list[int], work) -> list[Note]:
+    """``work(task)`` for every task id, in parallel; the notes it returns, collected."""
+    if not tasks:
         return []
 
     def run(batches):
         for batch in batches:
-            yield _notes_batch([(i, "records", json.dumps(finish_records(
-                meta[i], root, run_id, names, txns.get(meta[i].cluster_id, []), redact)))
-                for i in batch.column("file_id").to_pylist()])
+            yield _notes_batch([n for i in batch.column("task").to_pylist() for n in work(i)])
 
-    tasks = spark.createDataFrame([(i,) for i in file_ids], "file_id int")
-    tasks = tasks.repartition(min(len(file_ids), spark.sparkContext.defaultParallelism * 2))
-    return [tuple(r) for r in tasks.mapInArrow(run, NOTES).collect()]
+    frame = spark.createDataFrame([(i,) for i in tasks], "task int")
+    frame = frame.repartition(min(len(tasks), spark.sparkContext.defaultParallelism * 2))
+    return [tuple(r) for r in frame.mapInArrow(run, NOTES).collect()]
+
+
+def finish(spark: SparkSession, inv: Inventory, want: dict[int, list[tuple[int, int]]], root: str, run_id: str,
+           names: dict[str, str], txns: dict[str, list[tuple[int, int | None, int | None, str]]],
+           ranges: dict[str, list[tuple[int, int]]], redact: bool, times: list[int], buckets: int) -> list[Note]:
+    """The ``records`` table and the timelines' events from the staged records each file supplies."""
+    meta = _meta(inv)
+    return _over_tasks(spark, sorted(want), lambda i: finish_records(
+        meta[i], root, run_id, want[i], names, txns.get(meta[i].cluster_id, []), ranges.get(meta[i].cluster_id, []),
+        redact, times, buckets))
+
+
+def timelines(spark: SparkSession, root: str, buckets: int, resets: dict[str, list[Reset]],
+              epochs: dict[str, list[tuple[int, int, int]]], names: dict[str, str], redact: bool,
+              run_id: str) -> list[Note]:
+    """Every timeline table, one task per bucket of events."""
+    return _over_tasks(spark, list(range(buckets)), lambda b: [(b, "timeline", json.dumps(
+        fold_bucket(root, b, buckets, resets, epochs, names, redact, run_id)))])
 
 
 def by_kind(notes: list[Note]) -> dict[str, list[tuple[int, object]]]:

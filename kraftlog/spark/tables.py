@@ -41,7 +41,7 @@ def files_table(spark: SparkSession, inv: Inventory, summary: dict[int, FileSumm
 
 
 #: Note kind -> problem kind.
-_PROBLEM_NOTES = {"region": None, "invalid": "invalid-batch", "batch-error": "batch-error",
+PROBLEM_NOTES = {"region": None, "invalid": "invalid-batch", "batch-error": "batch-error",
                   "undecodable": "undecodable-record"}
 
 
@@ -52,7 +52,7 @@ def problems_table(spark: SparkSession, inv: Inventory, notes: dict[str, list[tu
     files = {f.file_id: f for f in inv.files}
     copies = {c.copy_id: c for c in inv.copies}
     rows = []
-    for note, kind in _PROBLEM_NOTES.items():
+    for note, kind in PROBLEM_NOTES.items():
         for file_id, n in notes.get(note, []):
             f = files[file_id]
             detail = n.get("detail") if kind != "invalid-batch" else "the batch fails its CRC"
