@@ -51,7 +51,7 @@ def _buckets(cluster_id: str, route: pa.Array | pa.ChunkedArray, buckets: int) -
     """``bucket_of`` for a column, computed once per distinct value."""
     if isinstance(route, pa.ChunkedArray):
         route = route.combine_chunks()
-    encoded = pc.dictionary_encode(route.cast(pa.string()))
+    encoded = pc.dictionary_encode(pc.fill_null(route.cast(pa.string()), ""))  # a null reaches no key
     table = np.asarray([bucket_of(cluster_id, v, buckets) for v in encoded.dictionary.to_pylist()], np.int32)
     indices = encoded.indices.to_numpy(zero_copy_only=False)
     return table[indices] if table.size else np.zeros(len(route), np.int32)

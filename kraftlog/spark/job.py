@@ -196,8 +196,13 @@ def run(spark: SparkSession, opts: Options) -> dict:
         with stages("copies"):
             rank = copies.ranks(inv, summary)
             mismatched = copies.block_mismatches(inv, notes["block"])
-            divergent = out.write("divergence", copies.divergence(spark, batches, inv, rank, mismatched))
-            supplied = copies.suppliers(inv, summary, rank, copies.cuts(divergent))
+            divergent = copies.divergence(spark, batches, inv, rank, mismatched)
+            if mismatched:
+                cut = copies.cuts(out.write("divergence", divergent))
+            else:  # every block that several copies hold agrees
+                out.empty("divergence", divergent.schema)
+                cut = {}
+            supplied = copies.suppliers(inv, summary, rank, cut)
             want = copies.wanted(supplied)
             snaps = _snapshots(inv, summary, rank)
             plans = _plans(inv, supplied, snaps)
@@ -234,7 +239,8 @@ def run(spark: SparkSession, opts: Options) -> dict:
                                              sum(n[e.table] for _, n in passes.by_kind(written)["timeline"]))
                          for e in entities.ENTITIES}
         with stages("views"):
-            at = views.points(spark, _points(opts, inv, plans, finished["finished"], snaps)).cache()
+            points = _points(opts, inv, plans, finished["finished"], snaps)
+            at = views.points(spark, points).cache()
             state = {name: views.view(timelines[e.table], e, at) for name, e in VIEWS.items()}
             counts = state["state_partitions"].groupBy("cluster_id", "at_offset", "topic_id").count() \
                 .withColumnRenamed("count", "partitions")
@@ -243,7 +249,10 @@ def run(spark: SparkSession, opts: Options) -> dict:
             state["state_configs"] = state["state_configs"].withColumn(
                 "resource_type", views.resource_type_name("resource_type_id"))
             for name, df in state.items():
-                out.write(name, df)
+                if points:
+                    out.write(name, df)
+                else:
+                    out.empty(name, df.schema)
         with stages("files"):
             seeds = {s.file_id: f"seeds the timelines at offset {s.end_offset - 1}"
                      for p in plans.values() for s in p.seeds}

@@ -12,7 +12,7 @@ from urllib.parse import unquote, urlparse
 import uuid6
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StringType, StructField, StructType
 
 MANIFEST = "_manifest.json"
 
@@ -74,6 +74,14 @@ class Output:
         if not self.counts[table]:
             self._schema_only(table, df.schema)
         self.written[table] = self.spark.read.schema(df.schema).parquet(self.path(table))
+        return self.written[table]
+
+    def empty(self, table: str, schema: StructType) -> DataFrame:
+        """A table known to have no rows, written without running a query for it."""
+        schema = StructType([*schema.fields, StructField("run_id", StringType(), True)])
+        self._schema_only(table, schema)
+        self.counts[table] = 0
+        self.written[table] = self.spark.read.schema(schema).parquet(self.path(table))
         return self.written[table]
 
     def place(self, path: Path) -> Path:

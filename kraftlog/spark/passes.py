@@ -1,25 +1,25 @@
-"""The job's passes, as Spark tasks that write their tables' Parquet themselves and return only
-notes: over the input files (``binaryFile`` rows into ``mapInArrow`` functions, see ``decode``),
-then over the staged records of each file and the buckets of events (see ``timelines``)."""
+"""The job's passes, as Spark tasks (``mapInArrow`` functions) that write their tables' Parquet
+themselves and return only notes: over the input files, which a task reads by its local path (see
+``decode``), then over the staged records of each file and the buckets of events (see ``timelines``).
+Tasks are dealt into groups of about equal weight (file sizes), so two cores end together."""
 
 import json
-import re
 from collections import defaultdict
 
 from pyspark.sql import SparkSession
 
 from kraftlog.files.reader import Limits
 from kraftlog.spark.decode import FileMeta, Note, finish_records, read_file, seed_file
-from kraftlog.spark.discover import Inventory, local_path
+from kraftlog.spark.discover import Inventory
 from kraftlog.spark.plan import Reset, Snapshot
 from kraftlog.spark.timelines import fold_bucket
 
 NOTES = "file_id int, kind string, body string"
 
 
-def hadoop_path(path: str) -> str:
-    """A local path as Hadoop takes it: ``file:`` and the path as is, glob characters escaped."""
-    return "file:" + re.sub(r"([\\{}\[\]*?])", r"\\\1", path)
+def _sizes(inv: Inventory, keep=None) -> dict[int, int]:
+    """File id -> bytes, of the readable files (those ``keep`` holds)."""
+    return {f.file_id: f.bytes for f in inv.readable if keep is None or f.file_id in keep}
 
 
 def _meta(inv: Inventory) -> dict[int, FileMeta]:
@@ -34,26 +34,43 @@ def _notes_batch(notes: list[Note]):
                                        pa.array(bodies, pa.string())], names=["file_id", "kind", "body"])
 
 
-def _over_files(spark: SparkSession, files: dict[str, FileMeta], work) -> list[Note]:
-    """``work(meta, bytes)`` on every file, in parallel; the notes it returns, collected."""
-    if not files:
+def _groups(weights: dict[int, int], count: int) -> list[list[int]]:
+    """Task ids dealt into ``count`` groups of about equal weight, heaviest first (so the last
+    tasks to start are small ones)."""
+    groups: list[tuple[int, list[int]]] = [(0, []) for _ in range(min(count, len(weights)))]
+    for task in sorted(weights, key=lambda t: (-weights[t], t)):
+        load, members = groups.pop(0)
+        members.append(task)
+        groups.append((load + weights[task], members))
+        groups.sort(key=lambda g: g[0])
+    return sorted((m for _, m in groups), key=lambda m: -sum(weights[t] for t in m))
+
+
+def _over_tasks(spark: SparkSession, weights: dict[int, int], work, per_core: int = 2) -> list[Note]:
+    """``work(task)`` for every task id, in parallel: about ``per_core`` groups of tasks per core, of
+    about equal weight, one Spark task each; the notes they return, collected."""
+    if not weights:
         return []
+    groups = _groups(weights, per_core * spark.sparkContext.defaultParallelism)
 
     def run(batches):
         for batch in batches:
-            contents = batch.column("content")
-            for i, path in enumerate(batch.column("path").to_pylist()):
-                yield _notes_batch(work(files[local_path(path)], contents[i].as_py()))
+            for g in batch.column("id").to_pylist():
+                yield _notes_batch([n for task in groups[g] for n in work(task)])
 
-    content = spark.read.format("binaryFile").load([hadoop_path(p) for p in files]).select("path", "content")
-    return [tuple(r) for r in content.mapInArrow(run, NOTES).collect()]
+    return [tuple(r) for r in spark.range(0, len(groups), 1, len(groups)).mapInArrow(run, NOTES).collect()]
+
+
+def _read(meta: FileMeta) -> bytes:
+    with open(meta.file, "rb") as f:
+        return f.read()
 
 
 def read(spark: SparkSession, inv: Inventory, root: str, run_id: str, limits: Limits) -> list[Note]:
     """Pass one over every readable file: ``batches`` (all copies) and the segments' staged records."""
     meta = _meta(inv)
-    return _over_files(spark, {m.file: m for m in meta.values()},
-                       lambda m, buf: read_file(m, buf, root, run_id, limits))
+    return _over_tasks(spark, _sizes(inv),
+                       lambda i: read_file(meta[i], _read(meta[i]), root, run_id, limits), per_core=8)
 
 
 def seeds(spark: SparkSession, inv: Inventory, snapshots: list[Snapshot], root: str, buckets: int,
@@ -61,23 +78,8 @@ def seeds(spark: SparkSession, inv: Inventory, snapshots: list[Snapshot], root: 
     """The records of the snapshots timelines start from, as events."""
     meta = _meta(inv)
     at = {s.file_id: s for s in snapshots}
-    files = {meta[i].file: meta[i] for i in at}
-    return _over_files(spark, files, lambda m, buf: seed_file(m, buf, at[m.file_id].end_offset - 1,
-                                                              at[m.file_id].timestamp, root, buckets, limits))
-
-
-def _over_tasks(spark: SparkSession, tasks: list[int], work) -> list[Note]:
-    """``work(task)`` for every task id, in parallel; the notes it returns, collected."""
-    if not tasks:
-        return []
-
-    def run(batches):
-        for batch in batches:
-            yield _notes_batch([n for i in batch.column("task").to_pylist() for n in work(i)])
-
-    frame = spark.createDataFrame([(i,) for i in tasks], "task int")
-    frame = frame.repartition(min(len(tasks), spark.sparkContext.defaultParallelism * 2))
-    return [tuple(r) for r in frame.mapInArrow(run, NOTES).collect()]
+    return _over_tasks(spark, _sizes(inv, at), lambda i: seed_file(
+        meta[i], _read(meta[i]), at[i].end_offset - 1, at[i].timestamp, root, buckets, limits))
 
 
 def finish(spark: SparkSession, inv: Inventory, want: dict[int, list[tuple[int, int]]], root: str, run_id: str,
@@ -85,7 +87,7 @@ def finish(spark: SparkSession, inv: Inventory, want: dict[int, list[tuple[int, 
            ranges: dict[str, list[tuple[int, int]]], redact: bool, times: list[int], buckets: int) -> list[Note]:
     """The ``records`` table and the timelines' events from the staged records each file supplies."""
     meta = _meta(inv)
-    return _over_tasks(spark, sorted(want), lambda i: finish_records(
+    return _over_tasks(spark, _sizes(inv, want), lambda i: finish_records(
         meta[i], root, run_id, want[i], names, txns.get(meta[i].cluster_id, []), ranges.get(meta[i].cluster_id, []),
         redact, times, buckets))
 
@@ -94,7 +96,7 @@ def timelines(spark: SparkSession, root: str, buckets: int, resets: dict[str, li
               epochs: dict[str, list[tuple[int, int, int]]], names: dict[str, str], redact: bool,
               run_id: str) -> list[Note]:
     """Every timeline table, one task per bucket of events."""
-    return _over_tasks(spark, list(range(buckets)), lambda b: [(b, "timeline", json.dumps(
+    return _over_tasks(spark, dict.fromkeys(range(buckets), 1), lambda b: [(b, "timeline", json.dumps(
         fold_bucket(root, b, buckets, resets, epochs, names, redact, run_id)))])
 
 

@@ -19,18 +19,6 @@ POINTS_SCHEMA = StructType([
 ])
 
 
-def time_points(records: DataFrame, times: list[tuple[str, int]]) -> list[tuple[str, int, str]]:
-    """(cluster_id, at_offset, label) for each (label, epoch ms): replay stops before the first
-    record later than the time."""
-    out = []
-    for label, ms in times:
-        rows = records.groupBy("cluster_id").agg(
-            F.min(F.when(F.col("timestamp") > ms, F.col("offset"))).alias("later"),
-            F.max("offset").alias("last")).collect()
-        out.extend((r.cluster_id, r.later - 1 if r.later is not None else r.last, f"time {label}") for r in rows)
-    return out
-
-
 def points(spark: SparkSession, rows: list[tuple[str, int, str]]) -> DataFrame:
     return spark.createDataFrame(sorted(set(rows)), POINTS_SCHEMA)
 
