@@ -277,7 +277,7 @@ def read_file(meta: FileMeta, buf: bytes, root: str, run_id: str, limits: Limits
     supplies). A snapshot's records are decoded only if a timeline starts from it (``seed_file``)."""
     summary = _Summary(meta)
     batches = Sink(root, "batches", BATCHES, str(meta.file_id), meta.cluster_id)
-    decoded = Sink(root, "decoded", DECODED, str(meta.file_id)) if meta.kind == "segment" else None
+    decoded = Sink(root, "decoded", DECODED, str(meta.file_id), staged=True) if meta.kind == "segment" else None
     for w in walk(buf, limits, want=None if decoded else []):
         batches.write(_batch_rows(meta, w, run_id))
         summary.add(w)
@@ -331,7 +331,7 @@ class _Events:
     def write(self, rows: list[tuple[int, pa.Table]]) -> None:
         for b, table in rows:
             if b not in self.sinks:
-                self.sinks[b] = Sink(self.root, f"{EVENTS_TABLE}/bucket={b}", EVENTS, self.part)
+                self.sinks[b] = Sink(self.root, f"{EVENTS_TABLE}/bucket={b}", EVENTS, self.part, staged=True)
             for rb in table.to_batches():
                 self.sinks[b].write(rb)
 

@@ -91,10 +91,11 @@ def _snapshots(inv: Inventory, summary: dict, rank: dict[int, int]) -> dict[str,
 
 
 def _buckets(spark: SparkSession, summary: dict) -> int:
-    """Buckets of timeline events: two per core, and more for a big fleet (a bucket is held in one
-    task's memory, a few hundred bytes an event)."""
+    """Buckets of timeline events: two per core, or a multiple of that for a big fleet (a bucket is
+    held in one task's memory, a few hundred bytes an event), so that the cores end together."""
     records = sum(s.records for s in summary.values())
-    return max(2 * spark.sparkContext.defaultParallelism, -(-records // EVENTS_PER_BUCKET))
+    per_round = passes.PER_CORE * spark.sparkContext.defaultParallelism
+    return per_round * max(1, -(-records // (EVENTS_PER_BUCKET * per_round)))
 
 
 def _plans(inv: Inventory, supplied: list[tuple[int, int, int]], snaps: dict[str, list[Snapshot]]) -> dict[str, Plan]:

@@ -27,10 +27,10 @@ def history_schema(entity: Entity) -> pa.Schema:
     return pa.schema([*entity.keys, *_HEAD, *entity.state, *extra, ("run_id", pa.string())])
 
 
-def _written(entity: Entity, folded: pa.Table, run_id: str) -> pa.Table:
+def _written(entity: Entity, folded: pa.RecordBatch, run_id: str) -> pa.RecordBatch:
     """Fold rows (ms since the epoch) as table rows (times, resource type names, run id)."""
     n = folded.num_rows
-    cols = {name: folded.column(name) for name in folded.column_names}
+    cols = {name: folded.column(name) for name in folded.schema.names}
     cols["valid_from_time"] = cols["valid_from_ms"].cast(_MS)
     cols["valid_to_time"] = cols["valid_to_ms"].cast(_MS)
     if entity is E.CONFIG:
@@ -40,7 +40,7 @@ def _written(entity: Entity, folded: pa.Table, run_id: str) -> pa.Table:
         cols["resource_type"] = names
     cols["run_id"] = pa.repeat(pa.scalar(run_id), n)
     schema = history_schema(entity)
-    return pa.table([cols[f.name] for f in schema], schema=schema)
+    return pa.RecordBatch.from_arrays([cols[f.name] for f in schema], schema=schema)
 
 
 def _sorted(entity: Entity, rows: pa.Table) -> pa.Table:
@@ -64,13 +64,12 @@ def fold_bucket(root: str, bucket: int, buckets: int, resets: dict[str, list[Res
             rows = pa.concat_tables([rows, *(epoch_starts(c, starts) for c, starts in sorted(epochs.items())
                                              if bucket_of(c, "", buckets) == bucket)])
         rows = _sorted(entity, expand(entity, rows, names))
-        folded = pa.Table.from_batches(list(fold_function(entity, resets, redact)(iter(rows.to_batches()))),
-                                       schema=entity.schema())
-        counts[entity.table] = folded.num_rows
-        for cluster in pc.unique(folded.column("cluster_id")).to_pylist():
-            sink = Sink(root, entity.table, history_schema(entity), f"b{bucket}", cluster)
-            for rb in _written(entity, folded.filter(pc.equal(folded.column("cluster_id"), cluster)),
-                               run_id).to_batches():
-                sink.write(rb)
-            sink.close()
+        sinks: dict[str, Sink] = {}
+        for folded in fold_function(entity, resets, redact)(iter(rows.to_batches())):
+            clusters = folded.column("cluster_id")
+            for cluster in pc.unique(clusters).to_pylist():
+                if cluster not in sinks:
+                    sinks[cluster] = Sink(root, entity.table, history_schema(entity), f"b{bucket}", cluster)
+                sinks[cluster].write(_written(entity, folded.filter(pc.equal(clusters, cluster)), run_id))
+        counts[entity.table] = sum(sink.close() for sink in sinks.values())
     return counts
