@@ -145,17 +145,25 @@ def epoch_starts(cluster_id: str, starts: list[tuple[int, int, int]]) -> pa.Tabl
     return _table(E.CONTROLLER, cluster_id, src, {})
 
 
-def expand(entity: Entity, rows: pa.Table, names: dict[str, str]) -> pa.Table:
-    """``entity``'s rows of one bucket with every open key filled in: one row per key of the bucket
-    the routed record can change (a topic's partitions or configs; for ClearElr, the partitions of
-    the topic it names, or of every topic)."""
+def expand(entity: Entity, rows: pa.Table, at: np.ndarray, names: dict[str, str]
+           ) -> tuple[np.ndarray, dict[str, pa.Array]]:
+    """``entity``'s rows (``at``, indices into ``rows``) with every open key filled in: one row per
+    key of the bucket the routed record can change (a topic's partitions or configs; for ClearElr,
+    the partitions of the topic it names, or of every topic). Returns the rows' indices and their
+    key columns."""
+    def columns(index: np.ndarray) -> dict[str, pa.Array]:
+        return {k: rows.column(k).take(pa.array(index)).combine_chunks() for k in entity.key_names}
+
     if not entity.routed:
-        return rows
-    own_mask = pc.is_in(rows.column("record_type"), pa.array(list(entity.records)))
-    own, other = rows.filter(own_mask), rows.filter(pc.invert(own_mask))
-    if not other.num_rows:
-        return own
-    keys = own.select(["cluster_id", *entity.key_names]).group_by(["cluster_id", *entity.key_names]) \
+        return at, columns(at)
+    own_mask = pc.is_in(rows.column("record_type").take(pa.array(at)), pa.array(list(entity.records))) \
+        .to_numpy(zero_copy_only=False)
+    own, other = at[own_mask], at[~own_mask]
+    own_keys = columns(own)
+    if not other.size:
+        return own, own_keys
+    cluster = rows.column("cluster_id").take(pa.array(own))
+    keys = pa.table({"cluster_id": cluster, **own_keys}).group_by(["cluster_id", *entity.key_names]) \
         .aggregate([]).to_pylist()
     by_prefix = defaultdict(list)  # what a routed row names -> the keys it reaches
     for k in keys:
@@ -165,7 +173,8 @@ def expand(entity: Entity, rows: pa.Table, names: dict[str, str]) -> pa.Table:
         elif k["resource_type_id"] == TOPIC_RESOURCE:
             by_prefix[(k["cluster_id"], k["resource_name"])].append(k)
     take, filled = [], defaultdict(list)
-    for i, r in enumerate(other.select(["cluster_id", "topic_id", "target", "resource_name"]).to_pylist()):
+    routed_rows = rows.select(["cluster_id", "topic_id", "target", "resource_name"]).take(pa.array(other))
+    for i, r in zip(other.tolist(), routed_rows.to_pylist(), strict=True):
         if entity is E.CONFIG:
             reached = by_prefix.get((r["cluster_id"], r["resource_name"]), [])
         elif r["topic_id"] is not None:
@@ -177,8 +186,6 @@ def expand(entity: Entity, rows: pa.Table, names: dict[str, str]) -> pa.Table:
             take.append(i)
             for name in entity.key_names:
                 filled[name].append(k[name])
-    reached = other.take(pa.array(take, pa.int64()))
-    for name in entity.key_names:
-        reached = reached.set_column(reached.schema.get_field_index(name), name,
-                                     pa.array(filled[name], EVENTS.field(name).type))
-    return pa.concat_tables([own, reached])
+    index = np.concatenate([own, np.asarray(take, np.int64)])
+    return index, {name: pa.concat_arrays([own_keys[name], pa.array(filled[name], EVENTS.field(name).type)])
+                   for name in entity.key_names}

@@ -2,6 +2,7 @@
 their routed rows filled in, sorted by key and effective offset, folded (``fold``) and written as
 the entity's table, one Parquet file per bucket and cluster."""
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
@@ -43,9 +44,26 @@ def _written(entity: Entity, folded: pa.RecordBatch, run_id: str) -> pa.RecordBa
     return pa.RecordBatch.from_arrays([cols[f.name] for f in schema], schema=schema)
 
 
-def _sorted(entity: Entity, rows: pa.Table) -> pa.Table:
-    keys = ["cluster_id", *entity.key_names, "eff_offset", "offset", "seq"]
-    return rows.select(["cluster_id", *entity.key_names, *EVENT_COLUMNS]).sort_by([(k, "ascending") for k in keys])
+def _codes(column: pa.Array) -> np.ndarray:
+    """Sort codes of a key column: equal values, equal codes (their order does not matter)."""
+    if pa.types.is_string(column.type):
+        column = pc.dictionary_encode(column).indices
+    return pc.fill_null(column, -1).to_numpy(zero_copy_only=False)
+
+
+def _ordered(entity: Entity, events: pa.Table, names: dict[str, str]) -> pa.Table:
+    """``entity``'s events of the bucket, routed rows filled in, sorted by key and effective offset
+    (``fold_function``'s input); the event columns are copied once, in their final order."""
+    at = np.flatnonzero(pc.equal(events.column("entity"), entity.table).to_numpy(zero_copy_only=False))
+    index, keys = expand(entity, events, at, names)
+    take = pa.array(index)
+    cluster = events.column("cluster_id").take(take).combine_chunks()
+    by = [events.column(c).take(take).to_numpy() for c in ("seq", "offset", "eff_offset")]
+    order = np.lexsort([*by, *(_codes(keys[k]) for k in reversed(entity.key_names)), _codes(cluster)])
+    final = pa.array(index[order])
+    return pa.table({"cluster_id": cluster.take(pa.array(order)),
+                     **{k: keys[k].take(pa.array(order)) for k in entity.key_names},
+                     **{c: events.column(c).take(final) for c in EVENT_COLUMNS}})
 
 
 def fold_bucket(root: str, bucket: int, buckets: int, resets: dict[str, list[Reset]],
@@ -57,13 +75,11 @@ def fold_bucket(root: str, bucket: int, buckets: int, resets: dict[str, list[Res
     folder = f"{base}/events/bucket={bucket}"
     exists = fs.get_file_info(folder).type == pafs.FileType.Directory
     events = pq.read_table(folder, filesystem=fs, schema=EVENTS) if exists else EVENTS.empty_table()
+    events = pa.concat_tables([events, *(epoch_starts(c, starts) for c, starts in sorted(epochs.items())
+                                         if bucket_of(c, "", buckets) == bucket)])
     counts = {}
     for entity in E.ENTITIES:
-        rows = events.filter(pc.equal(events.column("entity"), entity.table))
-        if entity is E.CONTROLLER:
-            rows = pa.concat_tables([rows, *(epoch_starts(c, starts) for c, starts in sorted(epochs.items())
-                                             if bucket_of(c, "", buckets) == bucket)])
-        rows = _sorted(entity, expand(entity, rows, names))
+        rows = _ordered(entity, events, names)
         sinks: dict[str, Sink] = {}
         for folded in fold_function(entity, resets, redact)(iter(rows.to_batches())):
             clusters = folded.column("cluster_id")
