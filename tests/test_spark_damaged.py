@@ -1,0 +1,114 @@
+"""The Spark job over a damaged copy of the single-node fixture: a batch failing its CRC, a record
+of an unknown type, a cut-off tail, a file of garbage named like a segment and a stray file. The
+run succeeds; each damage is a ``problems`` row at its position, and every byte of every file is
+either a batch of ``batches`` or a skipped region of ``problems``."""
+
+import shutil
+from collections import defaultdict
+
+import pytest
+
+from kraftlog.files.reader import read_log_file
+from kraftlog.spark.job import Options, run
+from kraftlog.wire.batch import Batch, Record, encode_batch
+from spark_support import fixtures, spark, table  # noqa: F401
+
+pytestmark = pytest.mark.spark
+UNKNOWN_TYPE = b"\x01\x7f\x00"  # frame version 1, api key 127 (no such record), version 0
+MAX_TIMESTAMP_LOW_BYTE = 42  # of the batch header (maxTimestamp: bytes 35-42)
+
+
+def _batches(path) -> list[Batch]:
+    return [b for b in read_log_file(path) if isinstance(b, Batch)]
+
+
+@pytest.fixture(scope="module")
+def damaged(spark, fixtures, tmp_path_factory):  # noqa: F811
+    root = tmp_path_factory.mktemp("damaged")
+    node = root / "single-node"
+    shutil.copytree(fixtures / "single-node", node)
+    meta = node / "__cluster_metadata-0"
+    segments = sorted(meta.glob("*.log"))
+    first, last = segments[0], segments[-1]
+
+    flipped = _batches(first)[len(_batches(first)) // 2]
+    data = bytearray(first.read_bytes())
+    data[flipped.position + MAX_TIMESTAMP_LOW_BYTE] ^= 0xFF  # the CRC no longer matches; the records still read
+    first.write_bytes(bytes(data))
+
+    tail = _batches(last)[-1]
+    unknown_offset = tail.last_offset + 1
+    appended = encode_batch([Record(unknown_offset, tail.max_timestamp, None, UNKNOWN_TYPE)],
+                            base_offset=unknown_offset, base_timestamp=tail.max_timestamp,
+                            partition_leader_epoch=tail.partition_leader_epoch)
+    cut = encode_batch([Record(unknown_offset + 1, tail.max_timestamp, None, b"\x01\x00\x00\x00")],
+                       base_offset=unknown_offset + 1, base_timestamp=tail.max_timestamp)[:40]
+    with last.open("ab") as f:
+        f.write(appended + cut)
+    garbage = meta / "00000000000000099999.log"
+    garbage.write_bytes(b"not a kafka segment at all\n" * 10)
+    (meta / "NOTES.txt").write_text("copied from broker 1\n")
+
+    out = root / "out"
+    manifest = run(spark, Options(inputs=[str(node)], output=str(out)))
+    return {"out": out, "manifest": manifest, "first": first, "last": last, "garbage": garbage,
+            "flipped": flipped, "unknown_offset": unknown_offset, "tail_end": tail.position + tail.size,
+            "appended": len(appended), "cut": len(cut)}
+
+
+def _problems(d, file) -> list[dict]:
+    return [p for p in table(d["out"], "problems") if p["file"] == str(file)]
+
+
+def test_a_batch_that_fails_its_crc_is_reported_where_it_is(damaged):
+    d = damaged
+    [p] = _problems(d, d["first"])
+    assert (p["kind"], p["position"], p["offset"], p["length"]) == (
+        "invalid-batch", d["flipped"].position, d["flipped"].base_offset, d["flipped"].size)
+    rows = [b for b in table(d["out"], "batches") if b["file"] == str(d["first"]) and not b["crc_valid"]]
+    assert [b["position"] for b in rows] == [d["flipped"].position]
+    kept = [r for r in table(d["out"], "records") if r["batch_position"] == d["flipped"].position
+            and r["file"] == str(d["first"])]  # as replay does: applied, and reported
+    assert [r["offset"] for r in kept] == [r.offset for r in d["flipped"].records] and not any(
+        r["crc_valid"] for r in kept)
+
+
+def test_an_unknown_record_type_is_kept_with_its_error_and_reported(damaged):
+    d = damaged
+    problems = _problems(d, d["last"])
+    undecodable = [p for p in problems if p["kind"] == "undecodable-record"]
+    assert [(p["offset"], p["position"]) for p in undecodable] == [(d["unknown_offset"], d["tail_end"])]
+    assert "Unknown metadata id 127" in undecodable[0]["detail"]
+    [record] = [r for r in table(d["out"], "records") if r["offset"] == d["unknown_offset"]]
+    assert record["record_type"] == "UNKNOWN" and "127" in record["error"]
+
+
+def test_a_cut_off_tail_and_a_garbage_file_are_skipped_regions(damaged):
+    d = damaged
+    skipped = [p for p in _problems(d, d["last"]) if p["kind"].startswith("skipped-")]
+    assert [(p["position"], p["length"]) for p in skipped] == [(d["tail_end"] + d["appended"], d["cut"])]
+    [garbage] = _problems(d, d["garbage"])
+    assert garbage["kind"].startswith("skipped-") and (garbage["position"], garbage["length"]) == (0, 270)
+
+
+def test_every_byte_is_a_batch_or_a_skipped_region(damaged):
+    d = damaged
+    covered = defaultdict(int)
+    for b in table(d["out"], "batches"):
+        covered[b["file"]] += b["batch_length"] + 12
+    for p in table(d["out"], "problems"):
+        if p["kind"].startswith("skipped-"):
+            covered[p["file"]] += p["length"]
+    files = [f for f in table(d["out"], "files") if f["kind"] != "skipped"]
+    assert len(files) > 10
+    for f in files:
+        assert covered[f["file"]] == f["bytes"], f["file"]
+    stray = [f for f in table(d["out"], "files") if f["file"].endswith("NOTES.txt")]
+    assert [f["kind"] for f in stray] == ["skipped"] and stray[0]["skip_reason"]
+
+
+def test_the_rest_of_the_log_is_still_replayed(damaged):
+    d = damaged
+    assert d["manifest"]["counts"]["partition_history"] > 0
+    offsets = [r["offset"] for r in table(d["out"], "records")]
+    assert len(offsets) == len(set(offsets)) and d["unknown_offset"] in offsets
