@@ -10,10 +10,12 @@ offsets (``decode.BLOCK_OFFSETS``); only blocks whose digests differ are compare
 import bisect
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from kraftlog.files.logdir import read_leader_epoch_checkpoint
 from kraftlog.spark.decode import BLOCK_OFFSETS
 from kraftlog.spark.discover import Inventory
 
@@ -61,6 +63,27 @@ def ranks(inv: Inventory, files: dict[int, FileSummary]) -> dict[int, int]:
                                    c.node_id if c.node_id is not None else 1 << 31, c.log_dir))
         out.update((c.copy_id, i) for i, c in enumerate(copies))
     return out
+
+
+def likely_first(inv: Inventory) -> set[int]:
+    """Per cluster, the copy ``ranks`` will most likely put first, from what discovery saw: the
+    last epoch of its leader-epoch-checkpoint, then its newest segment. Its records are decoded in
+    the first pass; another copy's only where it turns out to supply offsets."""
+    newest: dict[int, tuple] = {}
+    for f in inv.readable:
+        if f.kind == "segment":
+            newest[f.copy_id] = max(newest.get(f.copy_id, (-1, -1)), (f.name_offset, f.bytes))
+    best: dict[str, tuple[tuple, int]] = {}
+    for c in inv.copies:
+        epochs = Path(c.metadata_dir, "leader-epoch-checkpoint") if c.metadata_dir else None
+        try:
+            epoch = max((e for e, _ in read_leader_epoch_checkpoint(epochs)), default=-1) if epochs else -1
+        except OSError:
+            epoch = -1
+        score = (epoch, *newest.get(c.copy_id, (-1, -1)), -c.copy_id)
+        if c.cluster_id not in best or score > best[c.cluster_id][0]:
+            best[c.cluster_id] = (score, c.copy_id)
+    return {copy_id for _, copy_id in best.values()}
 
 
 def block_mismatches(inv: Inventory, blocks: list[tuple[int, dict]]) -> list[tuple[str, int]]:

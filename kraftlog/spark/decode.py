@@ -1,8 +1,9 @@
 """Arrow decoding of one file's bytes, in the passes the job makes over its inputs.
 
-``read_file``: every batch of every copy written as ``batches`` rows, a segment's records staged
-(``decoded``), and the notes the driver plans with (offset runs, block digests, skipped regions,
-transaction markers, topic names). ``seed_file``: the records of a snapshot a timeline starts
+``read_file``: every batch of every copy written as ``batches`` rows, the notes the driver plans
+with (offset runs, block digests, skipped regions), and the records of the copy likely to supply
+its cluster's log staged (``decoded``, with notes of transaction markers and topic names);
+``decode_file`` stages those of another copy's file at the offsets it turns out to supply. ``seed_file``: the records of a snapshot a timeline starts
 from, as events. ``finish_records``: the ``records`` table and the timelines' events from the
 staged records of the offsets a file supplies, once every file's markers and names are known.
 
@@ -270,28 +271,56 @@ def _errors(meta: FileMeta, w: Walk, out: list[Note]) -> None:
                 "length": int(w.header["batchLength"][i]) + LOG_OVERHEAD, "detail": error})))
 
 
-def read_file(meta: FileMeta, buf: bytes, root: str, run_id: str, limits: Limits = Limits()) -> list[Note]:
-    """Pass one, over every file of every copy: its batches into ``batches``; a segment's records
-    into the ``decoded`` staging table, with notes of their transaction markers, topic names and
-    what could not be decoded (each with its offset: the driver keeps those of the offsets the file
-    supplies). A snapshot's records are decoded only if a timeline starts from it (``seed_file``)."""
+def read_file(meta: FileMeta, buf: bytes, root: str, run_id: str, limits: Limits = Limits(),
+              records: bool = True) -> list[Note]:
+    """Pass one, over every file of every copy: its batches into ``batches``. With ``records``, a
+    segment's records go to the ``decoded`` staging table (see ``_decode``); without, that waits
+    for ``decode_file``, if the file supplies offsets. A snapshot's records are decoded only if a
+    timeline starts from it (``seed_file``)."""
     summary = _Summary(meta)
     batches = Sink(root, "batches", BATCHES, str(meta.file_id), meta.cluster_id)
-    decoded = Sink(root, "decoded", DECODED, str(meta.file_id), staged=True) if meta.kind == "segment" else None
+    decoded = _Decoded(root, meta) if meta.kind == "segment" and records else None
     for w in walk(buf, limits, want=None if decoded else []):
         batches.write(_batch_rows(meta, w, run_id))
         summary.add(w)
         if decoded is not None:
-            _errors(meta, w, summary.notes)
-            for rb in _record_rows(meta.file_id, w):
-                decoded.write(rb)
-                _notes_of(meta.file_id, rb, summary.notes)
-        elif w.count and summary.info["snapshot_timestamp"] is None:
+            decoded.add(w, summary.notes)
+        elif meta.kind != "segment" and w.count and summary.info["snapshot_timestamp"] is None:
             summary.info["snapshot_timestamp"] = _header_timestamp(buf, int(w.positions[0]), limits)
     batches.close()
     if decoded is not None:
         decoded.close()
     return summary.finish()
+
+
+def decode_file(meta: FileMeta, buf: bytes, want: list[tuple[int, int]], root: str,
+                limits: Limits = Limits()) -> list[Note]:
+    """The records of a segment that ``read_file`` left undecoded, at the offsets it supplies."""
+    notes: list[Note] = []
+    decoded = _Decoded(root, meta)
+    for w in walk(buf, limits, want=want):
+        decoded.add(w, notes, overlaps(w.rec_offset, w.rec_offset, want))
+    decoded.close()
+    return notes
+
+
+class _Decoded:
+    """A segment's records into the ``decoded`` staging table, with notes of their transaction
+    markers, topic names and what could not be decoded (each with its offset: the driver keeps
+    those of the offsets the file supplies)."""
+
+    def __init__(self, root: str, meta: FileMeta) -> None:
+        self.meta = meta
+        self.sink = Sink(root, "decoded", DECODED, str(meta.file_id), staged=True)
+
+    def add(self, w: Walk, notes: list[Note], keep: np.ndarray | None = None) -> None:
+        _errors(self.meta, w, notes)
+        for rb in _record_rows(self.meta.file_id, w, keep):
+            self.sink.write(rb)
+            _notes_of(self.meta.file_id, rb, notes)
+
+    def close(self) -> None:
+        self.sink.close()
 
 
 def _header_timestamp(buf: bytes, position: int, limits: Limits) -> int | None:

@@ -191,7 +191,9 @@ def run(spark: SparkSession, opts: Options) -> dict:
         with stages("discover"):
             inv = discover(opts.inputs)
         with stages("read"):
-            notes = passes.by_kind(passes.read(spark, inv, out.root, run_id, opts.limits))
+            first = copies.likely_first(inv)
+            eager = {f.file_id for f in inv.readable if f.copy_id in first}
+            notes = passes.by_kind(passes.read(spark, inv, out.root, run_id, opts.limits, eager))
             summary = copies.summaries(notes["file"])
             batches = out.staged("batches", _with_cluster(BATCHES), sum(s.batches for s in summary.values()))
         with stages("copies"):
@@ -208,8 +210,11 @@ def run(spark: SparkSession, opts: Options) -> dict:
             snaps = _snapshots(inv, summary, rank)
             plans = _plans(inv, supplied, snaps)
             buckets = _buckets(spark, summary)
+        with stages("decode"):  # the segments of other copies, where they supply offsets
+            late = passes.by_kind(passes.decode(spark, inv, {i: w for i, w in want.items() if i not in eager},
+                                                out.root, opts.limits))
             # what a copy holds beyond the offsets it supplies is another copy's to tell
-            notes |= {kind: [(i, n) for i, n in notes[kind] if copies.supplies(want, i, n["offset"])]
+            notes |= {kind: [(i, n) for i, n in notes[kind] + late[kind] if copies.supplies(want, i, n["offset"])]
                       for kind in ("marker", "topic", "undecodable", "batch-error")}
         with stages("seeds"):
             seeded = passes.by_kind(passes.seeds(spark, inv, [s for p in plans.values() for s in p.seeds], out.root,

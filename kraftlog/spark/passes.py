@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pyspark.sql import SparkSession
 
 from kraftlog.files.reader import Limits
-from kraftlog.spark.decode import FileMeta, Note, finish_records, read_file, seed_file
+from kraftlog.spark.decode import FileMeta, Note, decode_file, finish_records, read_file, seed_file
 from kraftlog.spark.discover import Inventory
 from kraftlog.spark.plan import Reset, Snapshot
 from kraftlog.spark.timelines import fold_bucket
@@ -84,11 +84,21 @@ def _read(meta: FileMeta) -> bytes:
         return f.read()
 
 
-def read(spark: SparkSession, inv: Inventory, root: str, run_id: str, limits: Limits) -> list[Note]:
-    """Pass one over every readable file: ``batches`` (all copies) and the segments' staged records."""
+def read(spark: SparkSession, inv: Inventory, root: str, run_id: str, limits: Limits,
+         records: set[int]) -> list[Note]:
+    """Pass one over every readable file: ``batches`` (all copies), and the staged records of the
+    segments ``records`` names."""
     meta = _meta(inv)
-    return _over_tasks(spark, _sizes(inv),
-                       lambda i: read_file(meta[i], _read(meta[i]), root, run_id, limits), per_core=8)
+    return _over_tasks(spark, _sizes(inv), lambda i: read_file(meta[i], _read(meta[i]), root, run_id, limits,
+                                                                i in records), per_core=8)
+
+
+def decode(spark: SparkSession, inv: Inventory, want: dict[int, list[tuple[int, int]]], root: str,
+           limits: Limits) -> list[Note]:
+    """The staged records of segments pass one did not decode, at the offsets each supplies."""
+    meta = _meta(inv)
+    return _over_tasks(spark, _sizes(inv, want), lambda i: decode_file(meta[i], _read(meta[i]), want[i], root,
+                                                                        limits))
 
 
 def seeds(spark: SparkSession, inv: Inventory, snapshots: list[Snapshot], root: str, buckets: int,
