@@ -265,7 +265,11 @@ def run(spark: SparkSession, opts: Options) -> dict:
             out.write("files", tables.files_table(spark, inv, summary, seeds))
             unreplayable = [(c, lo, hi) for c, p in plans.items() for lo, hi in p.unreplayable]
             found = {kind: notes[kind] + seeded[kind] for kind in tables.PROBLEM_NOTES}
-            out.write("problems", tables.problems_table(spark, inv, found, unreplayable))
+            rows = tables.problem_rows(inv, found, unreplayable)
+            if rows:
+                out.write("problems", spark.createDataFrame(rows, tables.PROBLEMS_SCHEMA))
+            else:
+                out.empty("problems", tables.PROBLEMS_SCHEMA)
             for tmp in ("decoded", EVENTS_TABLE):
                 out.drop(tmp)
         reports = {}

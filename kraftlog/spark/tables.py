@@ -45,8 +45,8 @@ PROBLEM_NOTES = {"region": None, "invalid": "invalid-batch", "batch-error": "bat
                   "undecodable": "undecodable-record"}
 
 
-def problems_table(spark: SparkSession, inv: Inventory, notes: dict[str, list[tuple[int, dict]]],
-                   unreplayable: list[tuple[str, int, int]]) -> DataFrame:
+def problem_rows(inv: Inventory, notes: dict[str, list[tuple[int, dict]]],
+                 unreplayable: list[tuple[str, int, int]]) -> list[tuple]:
     """What could not be read or replayed: skipped bytes, invalid batches, batch and record decoding
     errors, log-dir problems, and log offsets no snapshot or earlier log makes replayable."""
     files = {f.file_id: f for f in inv.files}
@@ -63,4 +63,4 @@ def problems_table(spark: SparkSession, inv: Inventory, notes: dict[str, list[tu
     rows += [(c, None, None, None, "unreplayable", None, None, lo,
               f"offsets {lo}-{hi} precede every snapshot the log continues from: kept in records, not replayed")
              for c, lo, hi in unreplayable]
-    return spark.createDataFrame(rows, PROBLEMS_SCHEMA)
+    return rows
