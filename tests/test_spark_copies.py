@@ -14,7 +14,7 @@ COMPARED = ("records", "divergence", "problems", "topic_history", "partition_his
 
 
 def _rows(out, name) -> list:
-    return sorted((tuple(sorted((k, repr(v)) for k, v in r.items() if k != "run_id")) for r in table(out, name)))
+    return sorted(tuple(sorted((k, repr(v)) for k, v in r.items() if k != "run_id")) for r in table(out, name))
 
 
 def test_tables_do_not_depend_on_the_copy_decoded_first(spark, fixtures, tmp_path, monkeypatch):  # noqa: F811

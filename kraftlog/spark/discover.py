@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import NamedTuple
 from urllib.parse import unquote, urlparse
 
-from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from kraftlog.files.logdir import NodeDir, find_nodes
@@ -66,9 +65,6 @@ class Inventory:
     @property
     def readable(self) -> list[FileEntry]:
         return [f for f in self.files if f.kind in READABLE]
-
-    def dataframe(self, spark: SparkSession) -> DataFrame:
-        return spark.createDataFrame(self.files, FILES_SCHEMA)
 
 
 def local_path(path: str) -> str:
