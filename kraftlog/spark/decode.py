@@ -25,7 +25,7 @@ from kraftlog.schema import decode_control, decode_metadata, entity_of, redact
 from kraftlog.schema.render import b64
 from kraftlog.spark.entities import REPLAYED_TYPES
 from kraftlog.spark.events import EVENTS, SOURCE, controller_rows, routed
-from kraftlog.spark.sink import Sink, filesystem
+from kraftlog.spark.sink import Parts, Sink, filesystem
 from kraftlog.spark.transactions import COMMITTED
 from kraftlog.spark.walk import Walk, overlaps, walk
 from kraftlog.state.image import ABORT, BEGIN, END
@@ -271,23 +271,22 @@ def _errors(meta: FileMeta, w: Walk, out: list[Note]) -> None:
                 "length": int(w.header["batchLength"][i]) + LOG_OVERHEAD, "detail": error})))
 
 
-def read_file(meta: FileMeta, buf: bytes, root: str, run_id: str, limits: Limits = Limits(),
+def read_file(meta: FileMeta, buf: bytes, batches: Parts, root: str, run_id: str, limits: Limits = Limits(),
               records: bool = True) -> list[Note]:
-    """Pass one, over every file of every copy: its batches into ``batches``. With ``records``, a
-    segment's records go to the ``decoded`` staging table (see ``_decode``); without, that waits
-    for ``decode_file``, if the file supplies offsets. A snapshot's records are decoded only if a
-    timeline starts from it (``seed_file``)."""
+    """Pass one, over every file of every copy: its batches into ``batches`` (the task's file of its
+    cluster). With ``records``, a segment's records go to the ``decoded`` staging table (see
+    ``_Decoded``); without, that waits for ``decode_file``, if the file supplies offsets. A
+    snapshot's records are decoded only if a timeline starts from it (``seed_file``)."""
     summary = _Summary(meta)
-    batches = Sink(root, "batches", BATCHES, str(meta.file_id), meta.cluster_id)
+    rows = batches.of(meta.cluster_id)
     decoded = _Decoded(root, meta) if meta.kind == "segment" and records else None
     for w in walk(buf, limits, want=None if decoded else []):
-        batches.write(_batch_rows(meta, w, run_id))
+        rows.write(_batch_rows(meta, w, run_id))
         summary.add(w)
         if decoded is not None:
             decoded.add(w, summary.notes)
         elif meta.kind != "segment" and w.count and summary.info["snapshot_timestamp"] is None:
             summary.info["snapshot_timestamp"] = _header_timestamp(buf, int(w.positions[0]), limits)
-    batches.close()
     if decoded is not None:
         decoded.close()
     return summary.finish()

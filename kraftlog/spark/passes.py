@@ -11,9 +11,10 @@ from contextlib import contextmanager
 from pyspark.sql import SparkSession
 
 from kraftlog.files.reader import Limits
-from kraftlog.spark.decode import FileMeta, Note, decode_file, finish_records, read_file, seed_file
+from kraftlog.spark.decode import BATCHES, FileMeta, Note, decode_file, finish_records, read_file, seed_file
 from kraftlog.spark.discover import Inventory
 from kraftlog.spark.plan import Reset, Snapshot
+from kraftlog.spark.sink import Parts
 from kraftlog.spark.timelines import fold_bucket
 
 NOTES = "file_id int, kind string, body string"
@@ -49,9 +50,9 @@ def _groups(weights: dict[int, int], count: int) -> list[list[int]]:
     return sorted((m for _, m in groups), key=lambda m: -sum(weights[t] for t in m))
 
 
-def _over_tasks(spark: SparkSession, weights: dict[int, int], work, per_core: int = PER_CORE) -> list[Note]:
-    """``work(task)`` for every task id, in parallel: about ``per_core`` groups of tasks per core, of
-    about equal weight, one Spark task each; the notes they return, collected."""
+def _over_groups(spark: SparkSession, weights: dict[int, int], work, per_core: int = PER_CORE) -> list[Note]:
+    """``work(group, tasks)`` for task ids dealt into about ``per_core`` groups per core of about
+    equal weight, one Spark task per group, in parallel; the notes they return, collected."""
     if not weights:
         return []
     groups = _groups(weights, per_core * spark.sparkContext.defaultParallelism)
@@ -60,10 +61,15 @@ def _over_tasks(spark: SparkSession, weights: dict[int, int], work, per_core: in
         for batch in batches:
             for g in batch.column("id").to_pylist():
                 with _rare_collections():
-                    notes = [n for task in groups[g] for n in work(task)]
+                    notes = work(g, groups[g])
                 yield _notes_batch(notes)
 
     return [tuple(r) for r in spark.range(0, len(groups), 1, len(groups)).mapInArrow(run, NOTES).collect()]
+
+
+def _over_tasks(spark: SparkSession, weights: dict[int, int], work) -> list[Note]:
+    """``work(task)`` for every task id, as ``_over_groups`` deals them."""
+    return _over_groups(spark, weights, lambda _, tasks: [n for task in tasks for n in work(task)])
 
 
 @contextmanager
@@ -89,8 +95,15 @@ def read(spark: SparkSession, inv: Inventory, root: str, run_id: str, limits: Li
     """Pass one over every readable file: ``batches`` (all copies), and the staged records of the
     segments ``records`` names."""
     meta = _meta(inv)
-    return _over_tasks(spark, _sizes(inv), lambda i: read_file(meta[i], _read(meta[i]), root, run_id, limits,
-                                                                i in records), per_core=8)
+
+    def group(g: int, tasks: list[int]) -> list[Note]:
+        batches = Parts(root, "batches", BATCHES, f"g{g}")  # one file per cluster, not per input file
+        notes = [n for i in tasks for n in read_file(meta[i], _read(meta[i]), batches, root, run_id, limits,
+                                                        i in records)]
+        batches.close()
+        return notes
+
+    return _over_groups(spark, _sizes(inv), group, per_core=8)
 
 
 def decode(spark: SparkSession, inv: Inventory, want: dict[int, list[tuple[int, int]]], root: str,

@@ -66,3 +66,20 @@ class Sink:
         self.writer.close()
         self.fs.move(self.tmp, self.path)
         return self.rows
+
+
+class Parts:
+    """One Parquet file per cluster of a table partitioned by cluster, for a task whose rows come
+    from many input files (a fleet's snapshots are thousands of small files)."""
+
+    def __init__(self, root: str, table: str, schema: pa.Schema, part: str) -> None:
+        self.root, self.table, self.schema, self.part = root, table, schema, part
+        self.sinks: dict[str, Sink] = {}
+
+    def of(self, cluster_id: str) -> Sink:
+        if cluster_id not in self.sinks:
+            self.sinks[cluster_id] = Sink(self.root, self.table, self.schema, self.part, cluster_id)
+        return self.sinks[cluster_id]
+
+    def close(self) -> int:
+        return sum(s.close() for s in self.sinks.values())
