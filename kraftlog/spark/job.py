@@ -1,7 +1,7 @@
-"""The whole job: discover, scan every copy, choose which copy supplies each offset, decode those
-records, drop aborted transactions, fold timelines, cut views, and publish every table with a
-manifest, and, if asked, each cluster's HTML timeline report. The passes over the files write the
-two big tables themselves (see ``decode``)."""
+"""The whole job: discover, read every copy, choose which copy supplies each offset, write those
+records, fold timelines without aborted transactions, cut views, and publish every table with a
+manifest, and, if asked, each cluster's HTML timeline report. The passes write the big tables
+themselves (see ``passes``); Spark writes the small ones and cuts the views."""
 
 import re
 import sys
@@ -199,13 +199,10 @@ def run(spark: SparkSession, opts: Options) -> dict:
         with stages("copies"):
             rank = copies.ranks(inv, summary)
             mismatched = copies.block_mismatches(inv, notes["block"])
-            divergent = copies.divergence(spark, batches, inv, rank, mismatched)
-            if mismatched:
-                cut = copies.cuts(out.write("divergence", divergent))
-            else:  # every block that several copies hold agrees
-                out.empty("divergence", divergent.schema)
-                cut = {}
-            supplied = copies.suppliers(inv, summary, rank, cut)
+            # no query when every block that several copies hold agrees
+            divergent = out.write("divergence", copies.divergence(spark, batches, inv, rank, mismatched),
+                                  empty=not mismatched)
+            supplied = copies.suppliers(inv, summary, rank, copies.cuts(divergent) if mismatched else {})
             want = copies.wanted(supplied)
             snaps = _snapshots(inv, summary, rank)
             plans = _plans(inv, supplied, snaps)
@@ -255,10 +252,7 @@ def run(spark: SparkSession, opts: Options) -> dict:
             state["state_configs"] = state["state_configs"].withColumn(
                 "resource_type", views.resource_type_name("resource_type_id"))
             for name, df in state.items():
-                if points:
-                    out.write(name, df)
-                else:
-                    out.empty(name, df.schema)
+                out.write(name, df, empty=not points)
         with stages("files"):
             seeds = {s.file_id: f"seeds the timelines at offset {s.end_offset - 1}"
                      for p in plans.values() for s in p.seeds}
@@ -266,10 +260,7 @@ def run(spark: SparkSession, opts: Options) -> dict:
             unreplayable = [(c, lo, hi) for c, p in plans.items() for lo, hi in p.unreplayable]
             found = {kind: notes[kind] + seeded[kind] for kind in tables.PROBLEM_NOTES}
             rows = tables.problem_rows(inv, found, unreplayable)
-            if rows:
-                out.write("problems", spark.createDataFrame(rows, tables.PROBLEMS_SCHEMA))
-            else:
-                out.empty("problems", tables.PROBLEMS_SCHEMA)
+            out.write("problems", spark.createDataFrame(rows, tables.PROBLEMS_SCHEMA), empty=not rows)
             for tmp in ("decoded", EVENTS_TABLE):
                 out.drop(tmp)
         reports = {}

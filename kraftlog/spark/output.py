@@ -14,7 +14,7 @@ import uuid6
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import StringType, StructField, StructType
+from pyspark.sql.types import StructType
 
 from kraftlog.spark.sink import filesystem
 
@@ -70,26 +70,20 @@ class Output:
         pq.write_table(to_arrow_schema(schema, timezone="UTC").empty_table(), f"{folder}/part-00000-empty.parquet",
                        filesystem=fs)
 
-    def write(self, table: str, df: DataFrame, by_cluster: bool = True) -> DataFrame:
-        """Write ``table`` (with the run id) into staging; returns it read back from there."""
-        rows = Observation(table)  # counted while written, not by another pass
-        df = df.withColumn("run_id", F.lit(self.run_id)).observe(rows, F.count(F.lit(1)).alias("rows"))
-        writer = df.write.mode("overwrite")
-        if by_cluster:
-            writer = writer.partitionBy("cluster_id")
-        writer.parquet(self.path(table))
-        self.counts[table] = rows.get["rows"]
+    def write(self, table: str, df: DataFrame, empty: bool = False) -> DataFrame:
+        """Write ``table`` (with the run id, by cluster) into staging; returns it read back from there.
+        ``empty``: known to have no rows, so no query runs for it."""
+        df = df.withColumn("run_id", F.lit(self.run_id))
+        if empty:
+            self.counts[table] = 0
+        else:
+            rows = Observation(table)  # counted while written, not by another pass
+            df.observe(rows, F.count(F.lit(1)).alias("rows")).write.mode("overwrite").partitionBy("cluster_id") \
+                .parquet(self.path(table))
+            self.counts[table] = rows.get["rows"]
         if not self.counts[table]:
             self._schema_only(table, df.schema)
         self.written[table] = self.spark.read.schema(df.schema).parquet(self.path(table))
-        return self.written[table]
-
-    def empty(self, table: str, schema: StructType) -> DataFrame:
-        """A table known to have no rows, written without running a query for it."""
-        schema = StructType([*schema.fields, StructField("run_id", StringType(), True)])
-        self._schema_only(table, schema)
-        self.counts[table] = 0
-        self.written[table] = self.spark.read.schema(schema).parquet(self.path(table))
         return self.written[table]
 
     def place(self, path: Path) -> Path:
