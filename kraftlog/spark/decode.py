@@ -2,10 +2,11 @@
 
 ``read_file``: every batch of every copy written as ``batches`` rows, the notes the driver plans
 with (offset runs, block digests, skipped regions), and the records of the copy likely to supply
-its cluster's log staged (``decoded``, with notes of transaction markers and topic names);
-``decode_file`` stages those of another copy's file at the offsets it turns out to supply. ``seed_file``: the records of a snapshot a timeline starts
-from, as events. ``finish_records``: the ``records`` table and the timelines' events from the
-staged records of the offsets a file supplies, once every file's markers and names are known.
+its cluster's log staged (``decoded``, with notes of transaction markers and topic names).
+``decode_file`` stages those of another copy's file at the offsets it turns out to supply.
+``seed_file``: the records of a snapshot a timeline starts from, as events. ``finish_records``: the
+``records`` table and the timelines' events from the staged records of the offsets a file
+supplies, once every file's markers and names are known.
 
 Record values are decoded once per distinct value (a NoOp once per worker) and spread to their rows
 with Arrow ``take``: no Python object per record, and no row crosses into the JVM.
@@ -399,7 +400,7 @@ def seed_file(meta: FileMeta, buf: bytes, seed_offset: int, seed_time: int | Non
             at = pa.repeat(pa.scalar(seed_offset, pa.int64()), n)
             src = _source(rb, at, at, rb.column("offset"), pa.repeat(pa.scalar(seed_time, pa.int64()), n))
             events.write(routed(meta.cluster_id, src, buckets, {}))
-    notes.append((meta.file_id, "seeded", json.dumps({"events": events.close()})))
+    events.close()
     return notes
 
 
@@ -457,8 +458,8 @@ def finish_records(meta: FileMeta, root: str, run_id: str, want: list[tuple[int,
             after = offset[ts > t]
             if after.size and (later[k] is None or after.min() < later[k]):
                 later[k] = int(after.min())
-    return [(meta.file_id, "finished", json.dumps({"records": sink.close(), "events": events.close(),
-                                                   "later": later})),
+    events.close()
+    return [(meta.file_id, "finished", json.dumps({"records": sink.close(), "later": later})),
             *((meta.file_id, "epoch", json.dumps({"epoch": e, "offset": o, "timestamp": t}))
               for e, (o, t) in epochs.items())]
 

@@ -249,8 +249,6 @@ def run(spark: SparkSession, opts: Options) -> dict:
                 .withColumnRenamed("count", "partitions")
             state["state_topics"] = state["state_topics"].join(counts, ["cluster_id", "at_offset", "topic_id"], "left") \
                 .fillna(0, ["partitions"])
-            state["state_configs"] = state["state_configs"].withColumn(
-                "resource_type", views.resource_type_name("resource_type_id"))
             for name, df in state.items():
                 out.write(name, df, empty=not points)
         with stages("files"):

@@ -6,6 +6,7 @@ Tasks are dealt into groups of about equal weight (file sizes), so two cores end
 import gc
 import json
 from collections import defaultdict
+from collections.abc import Collection
 from contextlib import contextmanager
 
 from pyspark.sql import SparkSession
@@ -21,7 +22,7 @@ NOTES = "file_id int, kind string, body string"
 PER_CORE = 2  # Spark tasks per core in a pass, by default
 
 
-def _sizes(inv: Inventory, keep=None) -> dict[int, int]:
+def _sizes(inv: Inventory, keep: Collection[int] | None = None) -> dict[int, int]:
     """File id -> bytes, of the readable files (those ``keep`` holds)."""
     return {f.file_id: f.bytes for f in inv.readable if keep is None or f.file_id in keep}
 
@@ -93,7 +94,8 @@ def _read(meta: FileMeta) -> bytes:
 def read(spark: SparkSession, inv: Inventory, root: str, run_id: str, limits: Limits,
          records: set[int]) -> list[Note]:
     """Pass one over every readable file: ``batches`` (all copies), and the staged records of the
-    segments ``records`` names."""
+    segments ``records`` names. Eight groups per core: file sizes vary (segments and snapshots), and
+    smaller groups end closer together."""
     meta = _meta(inv)
 
     def group(g: int, tasks: list[int]) -> list[Note]:

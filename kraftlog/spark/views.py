@@ -9,7 +9,6 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from kraftlog.schema.entity import CONFIG_RESOURCE_TYPES
 from kraftlog.spark.fold import Entity
 
 POINTS_SCHEMA = StructType([
@@ -28,11 +27,6 @@ def view(history: DataFrame, entity: Entity, at: DataFrame) -> DataFrame:
     p = F.broadcast(at.withColumnRenamed("cluster_id", "p_cluster"))
     holds = (history.cluster_id == p.p_cluster) & (history.valid_from_offset <= p.at_offset) \
         & (history.valid_to_offset.isNull() | (history.valid_to_offset > p.at_offset))
+    named = ["resource_type"] if "resource_type" in history.columns else []  # a config's resource type name
     return history.join(p, holds).select("cluster_id", "at_offset", "at", *entity.key_names,
-                                         *(n for n, _ in entity.state))
-
-
-def resource_type_name(column: str) -> F.Column:
-    """ConfigResource.Type id -> name (``TOPIC``, ``BROKER``, ...; other ids as numbers)."""
-    names = F.create_map(*(x for k, v in CONFIG_RESOURCE_TYPES.items() for x in (F.lit(k), F.lit(v))))
-    return F.coalesce(names[F.col(column)], F.col(column).cast("string"))
+                                         *(n for n, _ in entity.state), *named)
