@@ -33,7 +33,7 @@ KEYS = [("topic_id", pa.string()), ("partition_id", pa.int32()), ("broker_id", p
         ("acl_id", pa.string()), ("feature", pa.string())]
 EVENTS = pa.schema([
     ("entity", pa.string()), ("cluster_id", pa.string()), *KEYS,
-    ("target", pa.string()),  # a routed row's topic name (ClearElr: "" for every topic)
+    ("target", pa.string()),  # the topic a ClearElr names ("" for every topic)
     ("eff_offset", pa.int64()), ("offset", pa.int64()), ("seq", pa.int64()), ("eff_time", pa.int64()),
     ("epoch", pa.int32()), ("record_type", pa.string()), ("data", pa.string()),
 ])
@@ -117,7 +117,7 @@ def routed(cluster_id: str, src: pa.Table, buckets: int, names: dict[str, str]) 
             name = pc.coalesce(topics.column("topic_name"), pa.array(
                 [names.get(t) for t in topics.column("topic_id").to_pylist()], pa.string()))
             out += _rows(entity, cluster_id, topics, {"resource_type_id": pa.repeat(pa.scalar(TOPIC_RESOURCE,
-                         pa.int32()), topics.num_rows), "resource_name": name}, name, name, buckets)
+                         pa.int32()), topics.num_rows), "resource_name": name}, None, name, buckets)
             continue
         out += _rows(entity, cluster_id, topics, {"topic_id": topics.column("topic_id")}, None,
                      topics.column("topic_id"), buckets)
