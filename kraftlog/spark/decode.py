@@ -423,8 +423,7 @@ def finish_records(meta: FileMeta, root: str, run_id: str, want: list[tuple[int,
         n = rb.num_rows
         offset = rb.column("offset").to_numpy()
         control = rb.column("is_control").to_numpy(zero_copy_only=False)
-        known = pa.array([names.get(t) if t is not None else None for t in rb.column("topic_id").to_pylist()],
-                         pa.string()) if names else pa.nulls(n, pa.string())
+        known = _named(rb.column("topic_id"), names)
         begin, end, end_ts, state = _transaction_of(offset, control, txns)
         payload = rb.column("payload")
         if not redact_payloads:
@@ -462,6 +461,12 @@ def finish_records(meta: FileMeta, root: str, run_id: str, want: list[tuple[int,
     return [(meta.file_id, "finished", json.dumps({"records": sink.close(), "later": later})),
             *((meta.file_id, "epoch", json.dumps({"epoch": e, "offset": o, "timestamp": t}))
               for e, (o, t) in epochs.items())]
+
+
+def _named(topic_ids: pa.Array, names: dict[str, str]) -> pa.Array:
+    """Each row's topic name by its topic id, looked up once per distinct id."""
+    ids = pc.dictionary_encode(topic_ids)
+    return pa.array([names.get(t) for t in ids.dictionary.to_pylist()], pa.string()).take(ids.indices)
 
 
 def _epochs(rb: pa.RecordBatch, epochs: dict[int, tuple[int, int]]) -> None:
