@@ -6,9 +6,10 @@ import json
 import pyarrow as pa
 
 from kraftlog.spark import entities
-from kraftlog.spark.copies import FileSummary, _minus, suppliers
+from kraftlog.spark.copies import FileSummary, _minus, likely_first, suppliers, supplies, wanted
 from kraftlog.spark.discover import Copy, FileEntry, Inventory
 from kraftlog.spark.fold import EVENT_COLUMNS, fold_function
+from kraftlog.spark.passes import _groups
 from kraftlog.spark.plan import GAP, SEED, Reset, Snapshot, plan
 from kraftlog.spark.replayed import Replayed
 from kraftlog.spark.transactions import Marker, transactions
@@ -64,6 +65,33 @@ def test_suppliers_best_copy_first_others_fill_in_until_they_disagree():
     # copy 1 disagrees from offset 110 on (an uncommitted tail); copy 2 from 125
     got = suppliers(inv, summary, {0: 0, 1: 1, 2: 2}, {1: 110, 2: 125})
     assert got == [(0, 50, 100), (1, 0, 49), (1, 101, 109), (2, 110, 124)]
+
+
+def test_supplies_is_inside_the_files_intervals():
+    want = wanted([(7, 0, 9), (7, 20, 29), (8, 10, 19)])
+    assert [o for o in range(0, 35) if supplies(want, 7, o)] == [*range(0, 10), *range(20, 30)]
+    assert not supplies(want, 9, 5)
+
+
+def test_likely_first_is_the_copy_with_the_newest_epoch_then_segment(tmp_path):
+    inv, _ = _inventory((0, []), (1, []), (2, []))
+    for copy, epochs in ((0, "5 0\n7 100"), (1, "5 0\n9 120"), (2, "")):
+        folder = tmp_path / f"m{copy}"
+        folder.mkdir()
+        (folder / "leader-epoch-checkpoint").write_text(f"0\n{epochs.count(chr(10)) + bool(epochs)}\n{epochs}\n")
+        inv.copies[copy] = Copy(copy, "c", copy, f"/n{copy}", str(folder))
+    assert likely_first(inv) == {1}
+    inv.copies[1] = Copy(1, "c", 1, "/n1", None)  # no checkpoint to read: epoch unknown
+    assert likely_first(inv) == {0}
+
+
+def test_groups_deal_every_task_once_heaviest_first():
+    weights = {i: w for i, w in enumerate([90, 5, 40, 40, 30, 10, 10, 3, 2, 1])}
+    groups = _groups(weights, 3)
+    assert sorted(t for g in groups for t in g) == sorted(weights)
+    loads = [sum(weights[t] for t in g) for g in groups]
+    assert loads == sorted(loads, reverse=True) and loads[0] == 90 and loads[1] - loads[2] <= 10  # 90 alone
+    assert _groups({1: 5, 2: 5}, 8) == [[1], [2]]
 
 
 def _marker(offset: int, kind: str, timestamp: int = 0) -> Marker:
