@@ -2,12 +2,15 @@
 offsets, the transaction marker table, and the fold (against a plain ClusterImage replay)."""
 
 import json
+from collections import Counter
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from kraftlog.spark import entities
 from kraftlog.spark.copies import FileSummary, _minus, likely_first, suppliers, supplies, wanted
 from kraftlog.spark.discover import Copy, FileEntry, Inventory
+from kraftlog.spark.events import routed
 from kraftlog.spark.fold import EVENT_COLUMNS, fold_function
 from kraftlog.spark.passes import _groups
 from kraftlog.spark.plan import GAP, SEED, Reset, Snapshot, plan
@@ -92,6 +95,24 @@ def test_groups_deal_every_task_once_heaviest_first():
     loads = [sum(weights[t] for t in g) for g in groups]
     assert loads == sorted(loads, reverse=True) and loads[0] == 90 and loads[1] - loads[2] <= 10  # 90 alone
     assert _groups({1: 5, 2: 5}, 8) == [[1], [2]]
+
+
+def test_one_topics_partitions_spread_over_buckets_and_its_records_reach_each():
+    rows = [("TOPIC_RECORD", None, {"name": "orders", "topicId": TOPIC})] + [
+        ("PARTITION_CHANGE_RECORD", p, {"partitionId": p, "topicId": TOPIC, "isr": [1]}) for p in range(40)]
+    src = pa.table({
+        "eff_offset": pa.array(range(41), pa.int64()), "offset": pa.array(range(41), pa.int64()),
+        "seq": pa.array([0] * 41, pa.int64()), "eff_time": pa.array([0] * 41, pa.int64()),
+        "epoch": pa.array([1] * 41, pa.int32()), "record_type": [t for t, _, _ in rows],
+        "data": [json.dumps(d) for _, _, d in rows], "topic_id": [TOPIC] * 41,
+        "topic_name": ["orders"] + [None] * 40, "partition_id": pa.array([p for _, p, _ in rows], pa.int32()),
+        "broker_id": pa.nulls(41, pa.int32()), "resource_name": pa.nulls(41, pa.string())})
+    partitions = [(b, t) for b, t in routed("c", src, 4, {}) if t.column("entity")[0].as_py() == "partition_history"]
+    own = Counter()
+    for b, t in partitions:
+        own[b] += t.filter(pc.equal(t.column("record_type"), "PARTITION_CHANGE_RECORD")).num_rows
+    topic = {b for b, t in partitions if "TOPIC_RECORD" in t.column("record_type").to_pylist()}
+    assert sum(own.values()) == 40 and len([n for n in own.values() if n]) == 4 and topic == {0, 1, 2, 3}
 
 
 def _marker(offset: int, kind: str, timestamp: int = 0) -> Marker:

@@ -7,10 +7,10 @@ its configs, and ClearElr reaches partitions; such a row leaves the entity's key
 (``partition_id`` or ``config_name`` null, or ``topic_id`` for ClearElr) and ``expand`` fills it in
 with every key of the bucket it can change, as the state layer decides what it does to each.
 
-Rows are bucketed by cluster and the part of the key that routing shares (topic id for topics and
-partitions, resource name for configs), so that one task holds all of an entity's events: the
-tasks that decode files write the buckets and the tasks that fold them read them, and no event
-row passes through the JVM.
+Rows are bucketed by cluster and key (a config by its resource name, which a topic's removal
+routes by), so that one task holds all of an entity's events; a routed record for partitions goes
+to every bucket. The tasks that decode files write the buckets and the tasks that fold them read
+them, and no event row passes through the JVM.
 """
 
 import json
@@ -86,6 +86,16 @@ def _rows(entity: Entity, cluster_id: str, src: pa.Table, keys: dict[str, pa.Arr
     return [(int(b), table.filter(pa.array(at == b))) for b in np.unique(at)]
 
 
+def _route(entity: Entity, keys: dict[str, pa.Array]) -> pa.Array:
+    """What an entity's own rows are bucketed by: its whole key, except for configs, whose topic's
+    removal is routed by resource name. A partition's key is whole, so that one busy topic spreads
+    over every bucket; its topic's records go to every bucket."""
+    if entity is E.CONFIG:
+        return keys["resource_name"]
+    columns = [pc.cast(keys[k], pa.string()) for k in entity.key_names]
+    return columns[0] if len(columns) == 1 else pc.binary_join_element_wise(*columns, "/")
+
+
 def routed(cluster_id: str, src: pa.Table, buckets: int, names: dict[str, str]) -> list[tuple[int, pa.Table]]:
     """Every entity's event rows from one cluster's ``SOURCE`` rows, by bucket. ``names``: topic id
     -> name, for a removal (which names only the id) to reach the topic's configs."""
@@ -108,8 +118,7 @@ def routed(cluster_id: str, src: pa.Table, buckets: int, names: dict[str, str]) 
             keys = _json_keys(own.column("data"), {"acl_id": ("id", pa.string())})
         elif entity is E.FEATURE:
             keys = {"feature": own.column("resource_name")}
-        route = keys.get("resource_name") if entity is E.CONFIG else keys[entity.key_names[0]]
-        out += _rows(entity, cluster_id, own, keys, None, route, buckets)
+        out += _rows(entity, cluster_id, own, keys, None, _route(entity, keys), buckets)
         if E.TOPIC_RECORDS[0] not in entity.routed:
             continue
         topics = of(E.TOPIC_RECORDS)
@@ -119,8 +128,7 @@ def routed(cluster_id: str, src: pa.Table, buckets: int, names: dict[str, str]) 
             out += _rows(entity, cluster_id, topics, {"resource_type_id": pa.repeat(pa.scalar(TOPIC_RESOURCE,
                          pa.int32()), topics.num_rows), "resource_name": name}, None, name, buckets)
             continue
-        out += _rows(entity, cluster_id, topics, {"topic_id": topics.column("topic_id")}, None,
-                     topics.column("topic_id"), buckets)
+        out += _rows(entity, cluster_id, topics, {"topic_id": topics.column("topic_id")}, None, None, buckets)
         clear = of([E.CLEAR_ELR])
         out += _rows(entity, cluster_id, clear, {}, pc.fill_null(clear.column("topic_name"), ""), None, buckets)
     return out
