@@ -254,11 +254,10 @@ def run(spark: SparkSession, opts: Options) -> dict:
         with stages("files"):
             seeds = {s.file_id: f"seeds the timelines at offset {s.end_offset - 1}"
                      for p in plans.values() for s in p.seeds}
-            out.write("files", tables.files_table(spark, inv, summary, seeds))
+            out.rows("files", tables.file_rows(inv, summary, seeds), tables.FILES)
             unreplayable = [(c, lo, hi) for c, p in plans.items() for lo, hi in p.unreplayable]
             found = {kind: notes[kind] + seeded[kind] for kind in tables.PROBLEM_NOTES}
-            rows = tables.problem_rows(inv, found, unreplayable)
-            out.write("problems", spark.createDataFrame(rows, tables.PROBLEMS_SCHEMA), empty=not rows)
+            out.rows("problems", tables.problem_rows(inv, found, unreplayable), tables.PROBLEMS_SCHEMA)
             for tmp in ("decoded", EVENTS_TABLE):
                 out.drop(tmp)
         reports = {}

@@ -6,17 +6,19 @@ Paths go through Hadoop's FileSystem, so the output can be local or any store Sp
 
 import json
 import os
+from collections import defaultdict
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import uuid6
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
-from kraftlog.spark.sink import filesystem
+from kraftlog.spark.sink import Sink, filesystem
 
 MANIFEST = "_manifest.json"
 
@@ -69,6 +71,24 @@ class Output:
         fs.create_dir(folder, recursive=True)
         pq.write_table(to_arrow_schema(schema, timezone="UTC").empty_table(), f"{folder}/part-00000-empty.parquet",
                        filesystem=fs)
+
+    def rows(self, table: str, rows: list[tuple], schema: StructType) -> DataFrame:
+        """A small table the driver holds (rows of ``schema``, ``cluster_id`` among its columns),
+        written by pyarrow, by cluster: a Spark job for a few thousand rows takes seconds on a session
+        that has run no SQL yet."""
+        arrow = to_arrow_schema(schema, timezone="UTC")
+        at = arrow.get_field_index("cluster_id")
+        written = arrow.remove(at).append(pa.field("run_id", pa.string()))
+        by_cluster = defaultdict(list)
+        for r in rows:
+            by_cluster[r[at]].append(r[:at] + r[at + 1 :] + (self.run_id,))
+        for cluster, part in by_cluster.items():
+            sink = Sink(self.root, table, written, "driver", cluster)
+            columns = zip(*part, strict=True)
+            sink.write(pa.RecordBatch.from_arrays([pa.array(c, f.type) for c, f in zip(columns, written, strict=True)],
+                                                  schema=written))
+            sink.close()
+        return self.staged(table, from_arrow_schema(written.append(arrow.field(at))), len(rows))
 
     def write(self, table: str, df: DataFrame, empty: bool = False) -> DataFrame:
         """Write ``table`` (with the run id, by cluster) into staging; returns it read back from there.

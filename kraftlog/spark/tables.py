@@ -1,15 +1,15 @@
-"""The small physical tables, from what the passes over the files noted: ``files`` and ``problems``.
-(``batches`` and ``records`` are written by the passes themselves, see ``decode``.)"""
+"""The rows of the small physical tables, from what the passes over the files noted: ``files`` and
+``problems`` (``Output.rows`` writes them; ``batches`` and ``records`` are written by the passes
+themselves, see ``decode``)."""
 
 from datetime import UTC, datetime
 
-from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType, TimestampType
 
 from kraftlog.spark.copies import FileSummary
 from kraftlog.spark.discover import FILES_SCHEMA, Inventory
 
-_FILES = StructType([
+FILES = StructType([
     *(f for f in FILES_SCHEMA.fields if f.name not in ("file_id", "copy_id")),
     StructField("batches", LongType(), True), StructField("records", LongType(), True),
     StructField("first_offset", LongType(), True), StructField("last_offset", LongType(), True),
@@ -33,10 +33,9 @@ def _time(ms: int | None) -> datetime | None:
     return datetime.fromtimestamp(ms / 1000, UTC) if ms is not None and ms > 0 else None
 
 
-def files_table(spark: SparkSession, inv: Inventory, summary: dict[int, FileSummary], seeds: dict[int, str]) -> DataFrame:
-    """Every file found, with what the scan found in it; ``seeds_replay`` says when a snapshot
-    starts its cluster's timelines. Joined here, not by Spark: a join of two small local tables
-    cost seconds."""
+def file_rows(inv: Inventory, summary: dict[int, FileSummary], seeds: dict[int, str]) -> list[tuple]:
+    """Every file found (``FILES``), with what the read found in it; ``seeds_replay`` says when a
+    snapshot starts its cluster's timelines."""
     rows = []
     for f in inv.files:
         s = summary.get(f.file_id)
@@ -44,7 +43,7 @@ def files_table(spark: SparkSession, inv: Inventory, summary: dict[int, FileSumm
             s.batches, s.records, s.first_offset, s.last_offset, s.first_timestamp, s.last_timestamp, s.last_epoch,
             s.invalid_batches, s.skipped_bytes, s.snapshot_timestamp)
         rows.append((*f[2:], *found, seeds.get(f.file_id), _time(found[4]), _time(found[5])))
-    return spark.createDataFrame(rows, _FILES)
+    return rows
 
 
 #: Note kind -> problem kind.
