@@ -5,6 +5,7 @@ Tasks are dealt into groups of about equal weight (file sizes), so two cores end
 
 import gc
 import json
+import mmap
 from collections import defaultdict
 from collections.abc import Collection
 from contextlib import contextmanager
@@ -86,9 +87,14 @@ def _rare_collections():
         gc.set_threshold(*before)
 
 
-def _read(meta: FileMeta) -> bytes:
+def _read(meta: FileMeta) -> bytes | mmap.mmap:
+    """The file's bytes, mapped: a task's memory does not grow with the size of what it reads
+    (a file named like a segment can be any size)."""
     with open(meta.file, "rb") as f:
-        return f.read()
+        try:
+            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except ValueError:  # an empty file cannot be mapped
+            return b""
 
 
 def read(spark: SparkSession, inv: Inventory, root: str, run_id: str, limits: Limits,
