@@ -25,7 +25,7 @@ from kraftlog.files.reader import Limits
 from kraftlog.schema import decode_control, decode_metadata, entity_of, redact
 from kraftlog.schema.render import b64
 from kraftlog.spark.entities import REPLAYED_TYPES
-from kraftlog.spark.events import EVENTS, SOURCE, controller_rows, routed
+from kraftlog.spark.events import EVENTS, EVENTS_TABLE, SOURCE, controller_rows, routed
 from kraftlog.spark.sink import Parts, Sink, filesystem
 from kraftlog.spark.transactions import COMMITTED
 from kraftlog.spark.walk import Walk, overlaps, walk
@@ -43,7 +43,6 @@ from kraftlog.wire.codecs import CODEC_NAMES
 #: Offsets per block digest: copies whose digests agree on a block are not compared batch by batch.
 BLOCK_OFFSETS = 4096
 MARKERS = (BEGIN, END, ABORT)
-EVENTS_TABLE = "events"  # staged: the timelines' events, one folder per bucket
 _ROWS = 65536
 _MS = pa.timestamp("ms", tz="UTC")
 _WHERE = [("log_dir", pa.string()), ("node_id", pa.int32()), ("file", pa.string())]

@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 from kraftlog.spark import entities as E
 from kraftlog.spark.fold import EVENT_COLUMNS, Entity
 
+EVENTS_TABLE = "events"  # staged: one folder per bucket
 #: Pseudo record at the first offset of a leader epoch: the image observes the epoch, nothing else.
 EPOCH_START = "EPOCH_START"
 TOPIC_RESOURCE = 2  # ConfigResource.Type TOPIC

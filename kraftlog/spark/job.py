@@ -25,8 +25,9 @@ from kraftlog.files.paths import read_by
 from kraftlog.files.reader import Limits
 from kraftlog.report import collect, write_report
 from kraftlog.spark import copies, entities, passes, tables, views
-from kraftlog.spark.decode import BATCHES, EVENTS_TABLE, RECORDS
+from kraftlog.spark.decode import BATCHES, RECORDS
 from kraftlog.spark.discover import Inventory, discover, local_path
+from kraftlog.spark.events import EVENTS_TABLE
 from kraftlog.spark.output import Output, new_run_id
 from kraftlog.spark.plan import Plan, Snapshot, plan
 from kraftlog.spark.timelines import history_schema

@@ -10,10 +10,10 @@ import pyarrow.parquet as pq
 
 from kraftlog.schema.entity import CONFIG_RESOURCE_TYPES
 from kraftlog.spark import entities as E
-from kraftlog.spark.events import EVENTS, bucket_of, epoch_starts, expand
+from kraftlog.spark.events import EVENTS, EVENTS_TABLE, bucket_of, epoch_starts, expand
 from kraftlog.spark.fold import EVENT_COLUMNS, Entity, fold_function
 from kraftlog.spark.plan import Reset
-from kraftlog.spark.sink import Sink, filesystem
+from kraftlog.spark.sink import Parts, filesystem
 
 _MS = pa.timestamp("ms", tz="UTC")
 #: Columns a timeline row has after its key, before its state.
@@ -72,7 +72,7 @@ def fold_bucket(root: str, bucket: int, buckets: int, resets: dict[str, list[Res
     """Every timeline of one bucket written; returns rows written per table. ``epochs``: each
     cluster's leader epochs (epoch, first offset, its ms)."""
     fs, base = filesystem(root)
-    folder = f"{base}/events/bucket={bucket}"
+    folder = f"{base}/{EVENTS_TABLE}/bucket={bucket}"
     exists = fs.get_file_info(folder).type == pafs.FileType.Directory
     events = pq.read_table(folder, filesystem=fs, schema=EVENTS) if exists else EVENTS.empty_table()
     events = pa.concat_tables([events, *(epoch_starts(c, starts) for c, starts in sorted(epochs.items())
@@ -80,12 +80,10 @@ def fold_bucket(root: str, bucket: int, buckets: int, resets: dict[str, list[Res
     counts = {}
     for entity in E.ENTITIES:
         rows = _ordered(entity, events, names)
-        sinks: dict[str, Sink] = {}
+        parts = Parts(root, entity.table, history_schema(entity), f"b{bucket}")
         for folded in fold_function(entity, resets, redact)(iter(rows.to_batches())):
             clusters = folded.column("cluster_id")
             for cluster in pc.unique(clusters).to_pylist():
-                if cluster not in sinks:
-                    sinks[cluster] = Sink(root, entity.table, history_schema(entity), f"b{bucket}", cluster)
-                sinks[cluster].write(_written(entity, folded.filter(pc.equal(clusters, cluster)), run_id))
-        counts[entity.table] = sum(sink.close() for sink in sinks.values())
+                parts.of(cluster).write(_written(entity, folded.filter(pc.equal(clusters, cluster)), run_id))
+        counts[entity.table] = parts.close()
     return counts
