@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
-from kraftlog.spark.sink import Sink, filesystem
+from kraftlog.spark.sink import Parts, filesystem
 
 MANIFEST = "_manifest.json"
 
@@ -82,12 +82,12 @@ class Output:
         by_cluster = defaultdict(list)
         for r in rows:
             by_cluster[r[at]].append(r[:at] + r[at + 1 :] + (self.run_id,))
+        parts = Parts(self.root, table, written, "driver")
         for cluster, part in by_cluster.items():
-            sink = Sink(self.root, table, written, "driver", cluster)
             columns = zip(*part, strict=True)
-            sink.write(pa.RecordBatch.from_arrays([pa.array(c, f.type) for c, f in zip(columns, written, strict=True)],
-                                                  schema=written))
-            sink.close()
+            parts.of(cluster).write(pa.RecordBatch.from_arrays(
+                [pa.array(c, f.type) for c, f in zip(columns, written, strict=True)], schema=written))
+        parts.close()
         return self.staged(table, from_arrow_schema(written.append(arrow.field(at))), len(rows))
 
     def write(self, table: str, df: DataFrame, empty: bool = False) -> DataFrame:
