@@ -7,17 +7,18 @@ uncommitted tail, which a follower would truncate). Copies are compared by diges
 offsets (``decode.BLOCK_OFFSETS``); only blocks whose digests differ are compared offset by offset.
 """
 
-import bisect
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from kraftlog.files.logdir import read_leader_epoch_checkpoint
 from kraftlog.spark.decode import BLOCK_OFFSETS
 from kraftlog.spark.discover import Inventory
+from kraftlog.spark.walk import overlaps
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,9 +176,8 @@ def suppliers(inv: Inventory, files: dict[int, FileSummary], rank: dict[int, int
 
 def supplies(want: dict[int, list[tuple[int, int]]], file_id: int, offset: int) -> bool:
     """Whether the file supplies the offset (``want`` as ``wanted`` gives it)."""
-    runs = want.get(file_id, [])
-    i = bisect.bisect_right(runs, (offset, 1 << 62)) - 1
-    return i >= 0 and runs[i][0] <= offset <= runs[i][1]
+    at = np.asarray([offset])
+    return bool(overlaps(at, at, want.get(file_id, []))[0])
 
 
 def wanted(supplied: list[tuple[int, int, int]]) -> dict[int, list[tuple[int, int]]]:

@@ -352,22 +352,15 @@ def _notes_of(file_id: int, rb: pa.RecordBatch, notes: list[Note]) -> None:
                                                          "record_type": r["record_type"], "payload": r["payload"]})))
 
 
-class _Events:
-    """A task's event rows, one staged Parquet file per bucket it reaches."""
+def _events(root: str, part: str) -> Parts:
+    """A task's staged timeline events, one Parquet file per bucket it reaches."""
+    return Parts(root, EVENTS_TABLE, EVENTS, part, staged=True, column="bucket")
 
-    def __init__(self, root: str, part: str) -> None:
-        self.root, self.part = root, part
-        self.sinks: dict[int, Sink] = {}
 
-    def write(self, rows: list[tuple[int, pa.Table]]) -> None:
-        for b, table in rows:
-            if b not in self.sinks:
-                self.sinks[b] = Sink(self.root, f"{EVENTS_TABLE}/bucket={b}", EVENTS, self.part, staged=True)
-            for rb in table.to_batches():
-                self.sinks[b].write(rb)
-
-    def close(self) -> int:
-        return sum(s.close() for s in self.sinks.values())
+def _stage(events: Parts, rows: list[tuple[int, pa.Table]]) -> None:
+    for bucket, table in rows:
+        for rb in table.to_batches():
+            events.of(bucket).write(rb)
 
 
 def _source(rb: pa.RecordBatch | pa.Table, eff_offset: pa.Array, offset: pa.Array, seq: pa.Array,
@@ -392,7 +385,7 @@ def seed_file(meta: FileMeta, buf: bytes, seed_offset: int, seed_time: int | Non
     """A snapshot a cluster's timelines start from: its records as events at its last contained
     offset (in snapshot order); notes of its topic names and what could not be decoded."""
     notes: list[Note] = []
-    events = _Events(root, f"seed-{meta.file_id}")
+    events = _events(root, f"seed-{meta.file_id}")
     for w in walk(buf, limits):
         _errors(meta, w, notes)
         for rb in _record_rows(meta.file_id, w):
@@ -401,7 +394,7 @@ def seed_file(meta: FileMeta, buf: bytes, seed_offset: int, seed_time: int | Non
             n = rb.num_rows
             at = pa.repeat(pa.scalar(seed_offset, pa.int64()), n)
             src = _source(rb, at, at, rb.column("offset"), pa.repeat(pa.scalar(seed_time, pa.int64()), n))
-            events.write(routed(meta.cluster_id, src, buckets, {}))
+            _stage(events, routed(meta.cluster_id, src, buckets, {}))
     events.close()
     return notes
 
@@ -418,7 +411,7 @@ def finish_records(meta: FileMeta, root: str, run_id: str, want: list[tuple[int,
     offsets = staged.column("offset").to_numpy()
     staged = staged.filter(pa.array(overlaps(offsets, offsets, want)))
     sink = Sink(root, "records", RECORDS, str(meta.file_id), meta.cluster_id)
-    events = _Events(root, str(meta.file_id))
+    events = _events(root, str(meta.file_id))
     epochs: dict[int, tuple[int, int]] = {}
     later: list[int | None] = [None] * len(times)
     for rb in staged.to_batches(_ROWS):
@@ -447,12 +440,12 @@ def finish_records(meta: FileMeta, root: str, run_id: str, want: list[tuple[int,
         eff = pc.if_else(pa.array(committed), end, rb.column("offset")).filter(pa.array(replayed))
         eff_ts = pc.if_else(pa.array(committed), end_ts, rb.column("timestamp")).filter(pa.array(replayed))
         log = rb.filter(pa.array(replayed))
-        events.write(routed(meta.cluster_id, _source(log, eff, log.column("offset"), pa.repeat(
+        _stage(events, routed(meta.cluster_id, _source(log, eff, log.column("offset"), pa.repeat(
             pa.scalar(0, pa.int64()), log.num_rows), eff_ts), buckets, names))
         raft = rb.filter(pa.array(control & pc.is_null(rb.column("error")).to_numpy(zero_copy_only=False)))
-        events.write(controller_rows(meta.cluster_id, _source(raft, raft.column("offset"), raft.column("offset"),
-                                     pa.repeat(pa.scalar(0, pa.int64()), raft.num_rows), raft.column("timestamp")),
-                                     buckets))
+        _stage(events, controller_rows(meta.cluster_id, _source(
+            raft, raft.column("offset"), raft.column("offset"), pa.repeat(pa.scalar(0, pa.int64()), raft.num_rows),
+            raft.column("timestamp")), buckets))
         _epochs(rb, epochs)
         ts = rb.column("timestamp").to_numpy()
         for k, t in enumerate(times):

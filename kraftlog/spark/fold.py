@@ -1,9 +1,9 @@
 """Timelines: each entity's records folded in offset order, in parallel across entities.
 
 An entity's events (its own records, and the few records of others that change it, such as its
-topic's removal) are bucketed together (``events``) and sorted by effective offset; a Python task walks its
-sorted rows once, replaying one entity at a time into a fresh ``ClusterImage``, so the rules are
-the state layer's and nothing is re-implemented here. Out comes one row per state the entity was
+topic's removal) are bucketed together (``events``) and sorted by effective offset; a Python task
+walks its sorted rows once, replaying one entity at a time into a fresh ``ClusterImage``, so the
+rules are the state layer's and nothing is re-implemented here. Out comes one row per state the entity was
 in, valid from ``valid_from_offset`` up to (not including) ``valid_to_offset``; null while current.
 
 Records of a committed metadata transaction take effect together at its End (their effective

@@ -44,10 +44,10 @@ def encodings(schema: pa.Schema) -> dict:
 class Sink:
     """Streams Arrow batches of one schema into one Parquet file of a staging table."""
 
-    def __init__(self, root: str, table: str, schema: pa.Schema, part: str, cluster_id: str | None = None,
-                 staged: bool = False) -> None:
+    def __init__(self, root: str, table: str, schema: pa.Schema, part: str, value: object = None,
+                 staged: bool = False, column: str = "cluster_id") -> None:
         fs, base = filesystem(root)
-        folder = f"{base}/{table}" + (f"/cluster_id={partition_value(cluster_id)}" if cluster_id is not None else "")
+        folder = f"{base}/{table}" + (f"/{column}={partition_value(str(value))}" if value is not None else "")
         fs.create_dir(folder, recursive=True)
         self.fs, self.path = fs, f"{folder}/part-{part}.parquet"
         self.tmp = f"{folder}/.part-{part}.{uuid.uuid4().hex}.tmp"
@@ -69,17 +69,19 @@ class Sink:
 
 
 class Parts:
-    """One Parquet file per cluster of a table partitioned by cluster, for a task whose rows come
-    from many input files (a fleet's snapshots are thousands of small files)."""
+    """One Parquet file per partition (``column`` = value) of a table, for a task whose rows come
+    from many input files (a fleet's snapshots are thousands of small files) or go to many buckets."""
 
-    def __init__(self, root: str, table: str, schema: pa.Schema, part: str) -> None:
+    def __init__(self, root: str, table: str, schema: pa.Schema, part: str, staged: bool = False,
+                 column: str = "cluster_id") -> None:
         self.root, self.table, self.schema, self.part = root, table, schema, part
-        self.sinks: dict[str, Sink] = {}
+        self.staged, self.column = staged, column
+        self.sinks: dict[object, Sink] = {}
 
-    def of(self, cluster_id: str) -> Sink:
-        if cluster_id not in self.sinks:
-            self.sinks[cluster_id] = Sink(self.root, self.table, self.schema, self.part, cluster_id)
-        return self.sinks[cluster_id]
+    def of(self, value: object) -> Sink:
+        if value not in self.sinks:
+            self.sinks[value] = Sink(self.root, self.table, self.schema, self.part, value, self.staged, self.column)
+        return self.sinks[value]
 
     def close(self) -> int:
         return sum(s.close() for s in self.sinks.values())
