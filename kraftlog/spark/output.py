@@ -51,17 +51,12 @@ class Output:
     def path(self, table: str) -> str:
         return str(self._path(self.staging, table))
 
-    def staged(self, table: str, schema: StructType, rows: int | None = None) -> DataFrame:
-        """A table the passes wrote themselves (``rows`` known for a published one)."""
-        if rows is not None and not self.fs.exists(self._path(self.staging, table)):
+    def staged(self, table: str, schema: StructType, rows: int) -> DataFrame:
+        """A table the passes wrote themselves, of ``rows`` rows (none: not even a folder yet)."""
+        if not self.fs.exists(self._path(self.staging, table)):
             self._schema_only(table, schema)
-        if self.fs.exists(self._path(self.staging, table)):
-            df = self.spark.read.schema(schema).parquet(self.path(table))
-        else:
-            df = self.spark.createDataFrame([], schema)
-        if rows is not None:
-            self.written[table], self.counts[table] = df, rows
-        return df
+        self.written[table], self.counts[table] = self.spark.read.schema(schema).parquet(self.path(table)), rows
+        return self.written[table]
 
     def _schema_only(self, table: str, schema: StructType) -> None:
         """An empty table as one Parquet file of its schema: a folder without a Parquet file is one
