@@ -2,6 +2,8 @@
 their routed rows filled in, sorted by key and effective offset, folded (``fold``) and written as
 the entity's table, one Parquet file per bucket and cluster."""
 
+from collections.abc import Iterator
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -12,6 +14,7 @@ from kraftlog.schema.entity import CONFIG_RESOURCE_TYPES
 from kraftlog.spark import entities as E
 from kraftlog.spark.events import EVENTS, EVENTS_TABLE, bucket_of, epoch_starts, expand
 from kraftlog.spark.fold import EVENT_COLUMNS, Entity, fold_function
+from kraftlog.spark.partition_fold import Fold
 from kraftlog.spark.plan import Reset
 from kraftlog.spark.sink import Parts, filesystem
 
@@ -66,6 +69,17 @@ def _ordered(entity: Entity, events: pa.Table, names: dict[str, str]) -> pa.Tabl
                      **{c: events.column(c).take(final) for c in EVENT_COLUMNS}})
 
 
+def _folded(entity: Entity, rows: pa.Table, resets: dict[str, list[Reset]], redact: bool
+            ) -> Iterator[pa.RecordBatch]:
+    """Timeline rows of ``entity`` from its ordered events: partitions as columns where they can be
+    (``partition_fold``), every other timeline record by record."""
+    if entity is E.PARTITION and rows.num_rows:
+        columns = Fold(entity, rows, {c for c, r in resets.items() if r})
+        yield columns.folded()
+        rows = columns.left_to_replay()
+    yield from fold_function(entity, resets, redact)(iter(rows.to_batches()))
+
+
 def fold_bucket(root: str, bucket: int, buckets: int, resets: dict[str, list[Reset]],
                 epochs: dict[str, list[tuple[int, int, int]]], names: dict[str, str], redact: bool,
                 run_id: str) -> dict[str, int]:
@@ -81,7 +95,7 @@ def fold_bucket(root: str, bucket: int, buckets: int, resets: dict[str, list[Res
     for entity in E.ENTITIES:
         rows = _ordered(entity, events, names)
         parts = Parts(root, entity.table, history_schema(entity), f"b{bucket}")
-        for folded in fold_function(entity, resets, redact)(iter(rows.to_batches())):
+        for folded in _folded(entity, rows, resets, redact):
             clusters = folded.column("cluster_id")
             for cluster in pc.unique(clusters).to_pylist():
                 parts.of(cluster).write(_written(entity, folded.filter(pc.equal(clusters, cluster)), run_id))

@@ -49,6 +49,21 @@ def new_partition(data: dict) -> dict:
     }
 
 
+def placement(old: dict, change: dict) -> tuple[list[int], list[str]]:
+    """Replicas and directories after a PartitionChangeRecord: replicas that stay keep their
+    directory; added ones are not placed yet."""
+    replicas = change.get("replicas")
+    directories = change.get("directories")
+    if not directories:
+        if replicas is None:
+            directories = old["directories"]
+        else:
+            placed = dict(zip(old["replicas"], old["directories"], strict=False))
+            directories = [placed.get(r, UNASSIGNED) for r in replicas]
+    replicas = old["replicas"] if replicas is None else list(replicas)
+    return replicas, _directories(directories, replicas)
+
+
 def merge_partition(old: dict, change: dict) -> dict:
     """The partition after a PartitionChangeRecord (reference §6.2); ``old`` is left untouched.
 
@@ -56,18 +71,7 @@ def merge_partition(old: dict, change: dict) -> dict:
     even when it is -1 or names the current leader, because the controller writes the current
     leader on purpose to fence stale replicas."""
     new = dict(old)
-    replicas = change.get("replicas")
-    directories = change.get("directories")
-    if replicas is not None:
-        new["replicas"] = list(replicas)
-    if not directories:
-        if replicas is None:
-            directories = old["directories"]
-        else:
-            # Replicas that stay keep their directory; added ones are not placed yet.
-            placed = dict(zip(old["replicas"], old["directories"], strict=False))
-            directories = [placed.get(r, UNASSIGNED) for r in replicas]
-    new["directories"] = _directories(directories, new["replicas"])
+    new["replicas"], new["directories"] = placement(old, change)
     for name in _REPLACED_LISTS:
         if change.get(name) is not None:
             new[name] = list(change[name])

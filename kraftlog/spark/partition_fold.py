@@ -1,0 +1,308 @@
+"""Partition timelines folded as columns: the bulk of a busy log's timeline events.
+
+A partition's state after each PartitionChangeRecord is ``merge_partition`` applied in turn, but
+every field it changes is either replaced when present (leader, ISR, the reassignment and ELR
+lists, recovery state) or counted (the two epochs). So the state after any event is read off
+columns: the last event of its lifetime that set each field, and running counts since its
+PartitionRecord. Only replicas and directories depend on the state before in a way counts cannot
+say; they change at the few PartitionRecords and reassignments, which go through the state
+layer's own ``new_partition`` and ``placement`` one by one.
+
+A partition whose events a plain replay would not take as they are (a record of a topic or
+partition that does not exist, a malformed or out-of-range field, a ClearElrRecord, a cluster
+with snapshot seeds or gaps) is left to ``fold``'s record-by-record replay, whole: this module
+only takes what it can fold to the same rows, and ``tests/test_spark_partition_fold.py`` holds
+the two side by side.
+"""
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kraftlog.spark.fold import Entity
+from kraftlog.state.problems import ReplayProblem
+from kraftlog.state.topics import (
+    LEADER_RECOVERY_STATES,
+    NO_LEADER_CHANGE,
+    NO_RECOVERY_STATE_CHANGE,
+    new_partition,
+    placement,
+)
+
+TOPIC, REMOVE, PARTITION, CHANGE = range(4)
+_KINDS = {"TOPIC_RECORD": TOPIC, "REMOVE_TOPIC_RECORD": REMOVE, "PARTITION_RECORD": PARTITION,
+          "PARTITION_CHANGE_RECORD": CHANGE}
+#: List fields replaced when present: (JSON name, its PartitionRecord default when absent).
+_LISTS = (("isr", None), ("addingReplicas", ()), ("removingReplicas", ()), ("eligibleLeaderReplicas", ()),
+          ("lastKnownElr", ()))
+_NULL_IS_EMPTY = {"eligibleLeaderReplicas", "lastKnownElr"}  # ``new_partition`` reads these with ``or []``
+_ABSENT = -1
+
+
+class _Interned:
+    """Distinct values as dense codes: equal codes, equal values."""
+
+    def __init__(self) -> None:
+        self.codes: dict[tuple, int] = {}
+        self.values: list[tuple] = []
+
+    def code(self, value) -> int:
+        value = tuple(value)
+        c = self.codes.get(value)
+        if c is None:
+            c = self.codes[value] = len(self.values)
+            self.values.append(value)
+        return c
+
+    def array(self, codes: np.ndarray, t: pa.DataType) -> pa.Array:
+        return pa.array([list(v) for v in self.values], t).take(pa.array(codes))
+
+
+def _ints(value) -> bool:
+    return isinstance(value, list) and all(type(x) is int for x in value)
+
+
+class _Distinct:
+    """Each distinct payload parsed once: what it sets as a PartitionChangeRecord (``_ABSENT``:
+    nothing) and as a PartitionRecord, its name as a TopicRecord, and whether a replay would take
+    it as each (a PartitionRecord's required fields and directories are checked by
+    ``new_partition`` itself, in ``Fold._place``)."""
+
+    def __init__(self, payloads: list[str], lists: _Interned, names: _Interned) -> None:
+        n = len(payloads)
+        self.data = [json.loads(p) for p in payloads]
+        self.ok = {k: np.ones(n, bool) for k in (TOPIC, PARTITION, CHANGE)}
+        self.leader = np.full(n, NO_LEADER_CHANGE, np.int64)
+        self.recovery = np.full(n, NO_RECOVERY_STATE_CHANGE, np.int64)
+        self.epochs = np.zeros((n, 2), np.int64)  # a PartitionRecord's leaderEpoch, partitionEpoch
+        self.changed = {f: np.full(n, _ABSENT, np.int64) for f, _ in _LISTS}
+        self.recorded = {f: np.full(n, _ABSENT, np.int64) for f, _ in _LISTS}
+        self.moves = np.zeros(n, bool)  # a change of replicas or directories
+        self.name = np.zeros(n, np.int64)
+        for i, d in enumerate(self.data):
+            self._parse(i, d, lists, names)
+
+    def _parse(self, i: int, d: dict, lists: _Interned, names: _Interned) -> None:
+        name = d.get("name")
+        self.ok[TOPIC][i] = isinstance(name, str)
+        self.name[i] = names.code((name,))
+        leader = d.get("leader", NO_LEADER_CHANGE)
+        recovery = d.get("leaderRecoveryState", NO_RECOVERY_STATE_CHANGE)
+        epochs = d.get("leaderEpoch", 0), d.get("partitionEpoch", 0)
+        if not all(type(x) is int for x in (leader, recovery, *epochs)):
+            self.ok[PARTITION][i] = self.ok[CHANGE][i] = False
+            return
+        self.leader[i], self.recovery[i], self.epochs[i] = leader, recovery, epochs
+        self.ok[CHANGE][i] = recovery == NO_RECOVERY_STATE_CHANGE or recovery in LEADER_RECOVERY_STATES
+        self.moves[i] = d.get("replicas") is not None or bool(d.get("directories"))
+        for f, default in _LISTS:
+            value = d.get(f)
+            if value is not None and not _ints(value):
+                self.ok[PARTITION][i] = self.ok[CHANGE][i] = False
+            elif value is not None:
+                self.changed[f][i] = self.recorded[f][i] = lists.code(value)
+            elif f in _NULL_IS_EMPTY or (f not in d and default is not None):
+                self.recorded[f][i] = lists.code(())
+            # else ``new_partition`` refuses the record (``_place`` finds out)
+
+
+def _last(cond: np.ndarray) -> np.ndarray:
+    """For each row, the index of the last row at or before it where ``cond`` holds (-1: none)."""
+    return np.maximum.accumulate(np.where(cond, np.arange(len(cond)), -1))
+
+
+def _before(last: np.ndarray, key_start: np.ndarray) -> np.ndarray:
+    """``_last`` of the row before, within the row's own key (-1: none)."""
+    out = np.r_[-1, last[:-1]]
+    out[out < key_start] = -1
+    return out
+
+
+class Fold:
+    """The partitions of one bucket's ordered rows: those folded here, and the keys left to ``fold``."""
+
+    def __init__(self, entity: Entity, rows: pa.Table, replanned: set[str]) -> None:
+        self.entity = entity
+        self.rows = rows  # not empty
+        cluster = pc.dictionary_encode(rows.column("cluster_id").combine_chunks())
+        topic = pc.dictionary_encode(rows.column("topic_id").combine_chunks())
+        part = rows.column("partition_id").to_numpy()
+        c, t = cluster.indices.to_numpy(), topic.indices.to_numpy()
+        start = np.r_[True, (c[1:] != c[:-1]) | (t[1:] != t[:-1]) | (part[1:] != part[:-1])]
+        self.key = np.cumsum(start) - 1
+        self.key_start = np.flatnonzero(start)[self.key]
+        types = pc.dictionary_encode(rows.column("record_type").combine_chunks())
+        kinds = np.asarray([_KINDS.get(x, -1) for x in types.dictionary.to_pylist()], np.int64)
+        self.kind = kinds[types.indices.to_numpy()]
+        data = pc.dictionary_encode(rows.column("data").combine_chunks())
+        self.lists, self.names = _Interned(), _Interned()
+        self.values = _Distinct(data.dictionary.to_pylist(), self.lists, self.names)
+        self.payload = data.indices.to_numpy()
+        bad = self.kind < 0
+        for k, ok in self.values.ok.items():  # a removal's payload is only its topic id
+            bad |= (self.kind == k) & ~ok[self.payload]
+        bad |= np.asarray([x in replanned for x in cluster.dictionary.to_pylist()])[c]
+        bad |= self._out_of_order()
+        self._place(bad)
+        self.left = np.isin(self.key, self.key[bad])
+
+    def _out_of_order(self) -> np.ndarray:
+        """Records a replay would refuse: a partition, or a topic's removal, with no topic; a change
+        with no partition."""
+        kind, ks = self.kind, self.key_start
+        topic_before = _before(_last((kind == TOPIC) | (kind == REMOVE)), ks)
+        has_topic = (topic_before >= 0) & (kind[np.maximum(topic_before, 0)] == TOPIC)
+        life_before = _before(_last(kind != CHANGE), ks)
+        has_partition = (life_before >= 0) & (kind[np.maximum(life_before, 0)] == PARTITION)
+        return (((kind == PARTITION) | (kind == REMOVE)) & ~has_topic) | ((kind == CHANGE) & ~has_partition)
+
+    def _place(self, bad: np.ndarray) -> None:
+        """Replicas and directories at each PartitionRecord and move, one by one through the state
+        layer (a bad directory count marks the key bad)."""
+        kind, v = self.kind, self.values
+        self.moves = (kind == PARTITION) | ((kind == CHANGE) & v.moves[self.payload])
+        self.replicas = np.full(len(kind), _ABSENT, np.int64)
+        self.directories = np.full(len(kind), _ABSENT, np.int64)
+        current: dict[int, dict] = {}
+        dirs = _Interned()
+        self.dirs = dirs
+        bad_keys = set(self.key[bad].tolist())
+        for i in np.flatnonzero(self.moves).tolist():
+            key = int(self.key[i])
+            if key in bad_keys:
+                continue
+            data = v.data[self.payload[i]]
+            try:
+                if kind[i] == PARTITION:
+                    p = new_partition(data)
+                    state = current[key] = {"replicas": p["replicas"], "directories": p["directories"]}
+                else:
+                    replicas, directories = placement(current[key], data)
+                    state = current[key] = {"replicas": replicas, "directories": directories}
+            except (ReplayProblem, KeyError, TypeError, ValueError):
+                bad[i] = True
+                bad_keys.add(key)
+                continue
+            if not _ints(state["replicas"]):
+                bad[i] = True
+                bad_keys.add(key)
+                continue
+            self.replicas[i] = self.lists.code(state["replicas"])
+            self.directories[i] = dirs.code(state["directories"])
+
+    def folded(self) -> pa.RecordBatch:
+        """The timeline rows of the keys folded here (``Entity.schema`` columns)."""
+        keep = np.flatnonzero(~self.left)
+        rows = self.rows.select(["cluster_id", "topic_id", "partition_id", "eff_offset", "offset", "eff_time",
+                                 "record_type"])
+        rows = (rows if keep.size == len(self.left) else rows.take(pa.array(keep))).combine_chunks()
+        kind, payload = self.kind[keep], self.payload[keep]
+        key, n = self.key[keep], keep.size
+        v = self.values
+        if not n:
+            return pa.RecordBatch.from_pylist([], schema=self.entity.schema())
+        first = np.r_[True, key[1:] != key[:-1]]
+        key_start = np.flatnonzero(first)[np.cumsum(first) - 1]
+
+        # lifetimes: from a PartitionRecord to the next record of its topic (or its next PartitionRecord)
+        life = _last(kind != CHANGE)
+        alive = (life >= key_start) & (kind[np.maximum(life, 0)] == PARTITION)
+        topic = _last(kind == TOPIC)
+        is_change = kind == CHANGE
+        sets_leader = is_change & (v.leader[payload] != NO_LEADER_CHANGE)
+        state: dict[str, np.ndarray] = {}
+        state["topic_name"] = v.name[payload][np.maximum(topic, 0)]
+        state["leader"] = v.leader[payload][_last((kind == PARTITION) | sets_leader)]
+        p_epochs = v.epochs[payload][np.maximum(life, 0)]
+        leader_changes, changes = np.cumsum(sets_leader), np.cumsum(is_change)
+        at_life = np.maximum(life, 0)
+        state["leader_epoch"] = p_epochs[:, 0] + leader_changes - leader_changes[at_life]
+        state["partition_epoch"] = p_epochs[:, 1] + changes - changes[at_life]
+        recovery = v.recovery[payload]
+        sets_recovery = (kind == PARTITION) | (is_change & (recovery != NO_RECOVERY_STATE_CHANGE))
+        record_recovery = np.where(recovery == NO_RECOVERY_STATE_CHANGE, 0, recovery)  # a record's default
+        state["leader_recovery_state"] = np.where(kind == PARTITION, record_recovery, recovery)[_last(sets_recovery)]
+        moved = _last(self.moves[keep])
+        state["replicas"] = self.replicas[keep][np.maximum(moved, 0)]
+        for (f, _), column in zip(_LISTS, ("isr", "adding_replicas", "removing_replicas",
+                                           "eligible_leader_replicas", "last_known_elr"), strict=True):
+            changed = v.changed[f][payload]
+            value = np.where(kind == PARTITION, v.recorded[f][payload], changed)
+            state[column] = value[_last((kind == PARTITION) | (is_change & (changed != _ABSENT)))]
+        state["directories"] = self.directories[keep][np.maximum(moved, 0)]
+        names = [name for name, _ in self.entity.state]
+        codes = np.stack([state[name] for name in names], axis=1)
+        return self._rows(rows, key, first, alive, codes, names)
+
+    def _rows(self, rows: pa.Table, key: np.ndarray, first: np.ndarray, alive: np.ndarray, codes: np.ndarray,
+              names: list[str]) -> pa.RecordBatch:
+        """One row per state: settled after each run of events at one effective offset."""
+        n = len(key)
+        eff = rows.column("eff_offset").to_numpy()
+        group_start = first | np.r_[True, eff[1:] != eff[:-1]]
+        starts = np.flatnonzero(group_start)
+        ends = np.r_[starts[1:], n] - 1
+        g_alive, g_codes, g_first = alive[ends], codes[ends], first[starts]
+        prev_alive = np.r_[False, g_alive[:-1]] & ~g_first
+        diff_cols = np.r_[np.zeros((1, codes.shape[1]), bool), g_codes[1:] != g_codes[:-1]]
+        differs = (g_alive != prev_alive) | (g_alive & prev_alive & diff_cols.any(axis=1))
+        changes = np.flatnonzero(differs)  # groups where the state changes
+        opens = changes[g_alive[changes]]
+        nxt = np.full(changes.size, -1)  # the next change of the same key closes a row
+        nxt[:-1] = np.where(key[starts[changes[1:]]] == key[starts[changes[:-1]]], changes[1:], -1)
+        close = nxt[g_alive[changes]]
+        closed = close >= 0
+        cl = np.maximum(close, 0)
+
+        at = ends[opens]
+        ms = rows.column("eff_time").to_numpy()
+        offset = rows.column("offset").to_numpy()
+        types = rows.column("record_type").chunk(0)
+        records = pa.ListArray.from_arrays(pa.array(np.r_[starts, n].astype(np.int32)), types)
+
+        def when(values: np.ndarray, mask: np.ndarray) -> pa.Array:
+            return pa.array(values, pa.int64(), mask=~mask)
+
+        ended_by = pc.if_else(pa.array(closed & ~g_alive[cl]),
+                              pc.binary_join(records.take(pa.array(cl)), ","), pa.scalar(None, pa.string()))
+        created = ~prev_alive[opens]
+        masks = np.where(created[:, None], False, diff_cols[opens])
+        changed = _changed(masks, names)
+        take = pa.array(at)
+        columns = {
+            **{k: rows.column(k).chunk(0).take(take) for k in ("cluster_id", "topic_id", "partition_id")},
+            "valid_from_offset": pa.array(eff[at]), "valid_from_ms": pa.array(ms[at]),
+            "valid_to_offset": when(eff[ends[cl]], closed), "valid_to_ms": when(ms[ends[cl]], closed),
+            "change": pc.if_else(pa.array(created), "created", "changed"), "changed": changed,
+            "change_offset": pa.array(offset[at]), "change_records": records.take(pa.array(opens)),
+            "ended_by": ended_by,
+        }
+        state = codes[at]
+        for j, (name, t) in enumerate(self.entity.state):
+            col = state[:, j]
+            if name == "topic_name":
+                columns[name] = pa.array([v[0] for v in self.names.values] or [""], pa.string()).take(pa.array(col))
+            elif name == "directories":
+                columns[name] = self.dirs.array(col, t)
+            elif pa.types.is_list(t):
+                columns[name] = self.lists.array(col, t)
+            else:
+                columns[name] = pa.array(col).cast(t)
+        schema = self.entity.schema()
+        return pa.RecordBatch.from_arrays([columns[f.name] for f in schema], schema=schema)
+
+    def left_to_replay(self) -> pa.Table:
+        """The rows of the keys this fold does not take, for ``fold``."""
+        return self.rows.filter(pa.array(self.left))
+
+
+def _changed(masks: np.ndarray, names: list[str]) -> pa.Array:
+    """Per row, the names of the state columns whose bit is set."""
+    if not len(masks):
+        return pa.array([], pa.list_(pa.string()))
+    bits = masks.astype(np.int64) @ (1 << np.arange(len(names), dtype=np.int64))
+    uniq, inverse = np.unique(bits, return_inverse=True)
+    lists = [[n for j, n in enumerate(names) if b >> j & 1] for b in uniq.tolist()]
+    return pa.array(lists, pa.list_(pa.string())).take(pa.array(inverse.ravel()))
