@@ -44,12 +44,13 @@ def by_walk(buf: bytes, limits: Limits = Limits(), chunk: int = 1 << 18) -> tupl
     return batches, regions
 
 
-def _segment(n: int = 40) -> bytes:
+def _segment(n: int = 40, every: int = 7) -> bytes:
     """Mostly one-NoOp batches, some with several records, one compressed: a metadata log's mix."""
     noop = b"\x01\x14\x00\x00"
     out = []
     for i in range(n):
-        records = [Record(0, 0, None, noop, offset_delta=k, timestamp_delta=k) for k in range(1 + (i % 7 == 3) * 3)]
+        records = [Record(0, 0, None, noop, offset_delta=k, timestamp_delta=k)
+                   for k in range(1 + (i % every == 3) * 3)]
         out.append(encode_batch(records, base_offset=10 + 4 * i, base_timestamp=1_700_000_000_000 + i,
                                 partition_leader_epoch=3, attributes=GZIP if i == 11 else 0))
     return b"".join(out)
@@ -85,6 +86,31 @@ def _damaged() -> dict[str, bytes]:
         "empty": b"",
         "tiny": b"\x00\x01\x02",
     }
+
+
+def _long_runs() -> dict[str, bytes]:
+    """Runs of hundreds of batches of one size, which the walk looks up together, damaged inside a run."""
+    seg = _segment(n=700, every=250)
+    batches = by_reader(seg)[0]
+    inside = batches[120][0]  # the start of a batch well inside the first run
+    size = batches[121][0] - inside
+    assert size == batches[122][0] - batches[121][0]
+    crc, length, magic, longer = bytearray(seg), bytearray(seg), bytearray(seg), bytearray(seg)
+    crc[inside + 40] ^= 0x01
+    length[inside + 8 : inside + 12] = (size - 12 + 9).to_bytes(4, "big")  # runs into the next batch
+    magic[inside + 16] = 1
+    longer[inside + 8 : inside + 12] = (10**6).to_bytes(4, "big")
+    return {"runs": seg, "runs-crc": bytes(crc), "runs-length": bytes(length), "runs-magic": bytes(magic),
+            "runs-past-the-end": bytes(longer), "runs-cut": seg[: inside + 30], "runs-cut-whole": seg[:inside]}
+
+
+@pytest.mark.parametrize("name", list(_long_runs()))
+@pytest.mark.parametrize("chunk", [1 << 18, 100])
+def test_damage_inside_a_run_of_one_size(name, chunk):
+    buf = _long_runs()[name]
+    walked = by_walk(buf, chunk=chunk)
+    assert walked == by_reader(buf)
+    assert len(walked[0]) > 100
 
 
 @pytest.mark.parametrize("name", list(_damaged()))

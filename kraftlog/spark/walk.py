@@ -35,6 +35,7 @@ _MIN_LENGTH = HEADER_SIZE - LOG_OVERHEAD
 _SMALL = 64  # a one-record batch with a payload this small is remembered (a NoOp's is 8 bytes)
 _MEMO_MAX_ENTRIES = 4096
 _AT = re.compile(r"^batch at (\d+)")
+_SAME, _AHEAD, _AHEAD_MAX = 3, 64, 8192  # batches of one size before looking ahead; how far, at most
 
 
 def _layout() -> list[tuple[str, int, np.dtype]]:
@@ -50,6 +51,8 @@ def _layout() -> list[tuple[str, int, np.dtype]]:
 
 
 HEADER_LAYOUT = _layout()
+_LENGTH_AT, _INT32 = next((off, dt) for name, off, dt in HEADER_LAYOUT if name == "batchLength")
+_MAGIC_AT, _INT8 = next((off, dt) for name, off, dt in HEADER_LAYOUT if name == "magic")
 #: baseOffset, batchLength, partitionLeaderEpoch, magic: what the loop reads of each batch.
 _PREFIX = struct.Struct(">" + "".join(sc.subcon.fmtstr[1:] for sc in BatchHeader.subcons[:4]))
 #: ``BatchHeader`` field -> ``Batch`` property (``baseOffset`` -> ``base_offset``).
@@ -88,12 +91,11 @@ class _Records:
         self.kv: list[int] = []
 
     def add(self, batch_index: int, records, kv: list) -> None:
-        for r in records:
-            self.batch.append(batch_index)
-            self.offset.append(r.offset)
-            self.timestamp.append(r.timestamp)
-            self.kv.append(len(kv))
-            kv.append((r.key, r.value))
+        self.batch += [batch_index] * len(records)
+        self.offset += [r.offset for r in records]
+        self.timestamp += [r.timestamp for r in records]
+        self.kv += range(len(kv), len(kv) + len(records))
+        kv += [(r.key, r.value) for r in records]
 
 
 #: One-record payload -> (offset delta, timestamp delta, key, value); shared by a worker's files.
@@ -105,24 +107,56 @@ def _gather(u8: np.ndarray, positions: np.ndarray, offset: int, dtype: np.dtype)
     return u8[idx].view(dtype)[:, 0].astype(dtype.newbyteorder("="))
 
 
-def _fast_batches(buf: bytes, pos: int, limits: Limits, most: int) -> tuple[list[int], list[int], int]:
+def _fast_batches(buf: bytes, pos: int, limits: Limits, most: int) -> tuple[np.ndarray, np.ndarray, int]:
     """From ``pos``: positions of up to ``most`` whole v2 batches, the CRC computed for each, and
-    where the run stopped."""
+    where the run stopped. After a few batches of one size in a row (a quiet log's NoOps) the next
+    ones are looked up together: same length field, magic 2."""
     size = len(buf)
     mv = memoryview(buf)
+    u8 = np.frombuffer(buf, np.uint8)
     starts: list[int] = []
     crcs: list[int] = []
+    runs: list[tuple[np.ndarray, np.ndarray]] = []
     max_length = limits.max_batch_bytes - LOG_OVERHEAD
     unpack = _PREFIX.unpack_from
-    while size - pos >= HEADER_SIZE and len(starts) < most:
+    count, same, previous, ahead = 0, 0, -1, _AHEAD
+    while size - pos >= HEADER_SIZE and count < most:
         _, length, _, magic = unpack(buf, pos)
         end = pos + length + LOG_OVERHEAD
         if magic != 2 or not _MIN_LENGTH <= length <= max_length or end > size:
             break
+        same = same + 1 if length == previous else 0
+        previous = length
+        if same >= _SAME:
+            step = end - pos
+            run = _same_size(u8, pos, length, min((size - pos) // step, most - count, ahead))
+            data = buf if step < 4096 else mv
+            runs.append((np.asarray(starts, np.int64), np.asarray(crcs, np.uint32)))
+            runs.append((run, np.asarray([crc32c(data[p + CRC_START : p + step]) for p in run.tolist()], np.uint32)))
+            starts, crcs = [], []
+            ahead = min(ahead * 2, _AHEAD_MAX) if run.size == ahead else _AHEAD
+            count += run.size
+            pos += run.size * step
+            same = 0
+            continue
         starts.append(pos)
         crcs.append(crc32c(buf[pos + CRC_START : end] if length < 4096 else mv[pos + CRC_START : end]))
+        count += 1
         pos = end
-    return starts, crcs, pos
+    runs.append((np.asarray(starts, np.int64), np.asarray(crcs, np.uint32)))
+    return np.concatenate([r for r, _ in runs]), np.concatenate([c for _, c in runs]), pos
+
+
+def _same_size(u8: np.ndarray, pos: int, length: int, most: int) -> np.ndarray:
+    """Positions of the batches from ``pos`` on that each have ``length`` and magic 2, while they do
+    (at least the one at ``pos``, which the caller has read)."""
+    step = length + LOG_OVERHEAD
+
+    def every_batch(offset: int, dtype: np.dtype) -> np.ndarray:  # one field of each, read in place
+        return np.ndarray((most,), dtype, u8, pos + offset, (step,))
+
+    ok = (every_batch(_LENGTH_AT, _INT32) == length) & (every_batch(_MAGIC_AT, _INT8) == 2)
+    return pos + step * np.arange(most if ok.all() else int(np.argmin(ok)), dtype=np.int64)
 
 
 def walk(buf: bytes, limits: Limits = Limits(), chunk: int = 1 << 18,
@@ -133,21 +167,21 @@ def walk(buf: bytes, limits: Limits = Limits(), chunk: int = 1 << 18,
     an empty list walks headers and CRCs only."""
     pos = 0
     while pos < len(buf):
-        starts, crcs, stop = _fast_batches(buf, pos, limits, chunk)
-        positions = np.asarray(starts, np.int64)
+        positions, crcs, stop = _fast_batches(buf, pos, limits, chunk)
+        found = len(positions)
         u8 = np.frombuffer(buf, np.uint8)
         header = {name: _gather(u8, positions, off, dt) for name, off, dt in HEADER_LAYOUT}
-        bad = np.flatnonzero(header["crc"] != np.asarray(crcs, np.uint32))
+        bad = np.flatnonzero(header["crc"] != crcs)
         if bad.size:  # the reader decides what a CRC failure means (an invalid batch, or corrupt bytes)
             k = int(bad[0])
-            stop = starts[k]
+            stop = int(positions[k])
             positions = positions[:k]
             header = {name: col[:k] for name, col in header.items()}
         n = len(positions)
         w = Walk(positions, header, np.ones(n, bool), [None] * n)
         slow = _Records()
         _fast_records(buf, w, slow, limits, _wanted(header, want))
-        if stop < len(buf) and len(starts) < chunk or bad.size:
+        if stop < len(buf) and found < chunk or bad.size:
             stop = _slow_until_clean(buf, stop, w, slow, limits, want)
         _merge(w, slow)
         yield w
@@ -178,23 +212,24 @@ def _fast_records(buf: bytes, w: Walk, slow: _Records, limits: Limits, wanted: n
     h = w.header
     size = h["batchLength"] + (LOG_OVERHEAD - HEADER_SIZE)
     small = wanted & (h["recordsCount"] == 1) & ((h["attributes"] & COMPRESSION_MASK) == 0) & (size <= _SMALL)
-    memo, kv = _memo, w.kv
-    local: dict[bytes, int] = {}  # payload -> index into kv (and deltas), for this file
+    kv = w.kv
     deltas: list[tuple[int, int]] = []
     entry = np.full(w.count, -1, np.int64)
-    starts = w.positions[small]
-    for i, pos, end in zip(np.flatnonzero(small).tolist(), starts.tolist(),
-                           (starts + HEADER_SIZE + size[small]).tolist(), strict=True):
-        payload = buf[pos + HEADER_SIZE : end]
-        j = local.get(payload)
-        if j is None:
-            seen = memo.get(payload) or _remember(buf, pos, payload, limits)
-            if seen is None:
-                continue
-            j = local[payload] = len(kv)
-            kv.append(seen[2:])
-            deltas.append(seen[:2])
-        entry[i] = j
+    u8 = np.frombuffer(buf, np.uint8)
+    for length in np.unique(size[small]).tolist():  # payloads of one length compared as byte rows
+        at = np.flatnonzero(small & (size == length))
+        rows = u8[w.positions[at][:, None] + np.arange(HEADER_SIZE, HEADER_SIZE + length)]
+        distinct, first, inverse = np.unique(rows.view(np.dtype((np.void, length)))[:, 0], return_index=True,
+                                             return_inverse=True)
+        index = np.full(len(distinct), -1, np.int64)
+        for k, (payload, i) in enumerate(zip(distinct.tolist(), first.tolist(), strict=True)):
+            pos = int(w.positions[at[i]])
+            seen = _memo.get(payload) or _remember(buf, pos, payload, limits)
+            if seen is not None:
+                index[k] = len(kv)
+                kv.append(seen[2:])
+                deltas.append(seen[:2])
+        entry[at] = index[inverse.ravel()]
     for i in np.flatnonzero((entry < 0) & wanted).tolist():
         pos = int(w.positions[i])
         batch = decode_batch_at(buf, pos, pos, limits.max_decompressed, verify_crc=False)
