@@ -352,7 +352,7 @@ def _notes_of(file_id: int, rb: pa.RecordBatch, notes: list[Note]) -> None:
                                                          "record_type": r["record_type"], "payload": r["payload"]})))
 
 
-def _events(root: str, part: str) -> Parts:
+def staged_events(root: str, part: str) -> Parts:
     """A task's staged timeline events, one Parquet file per bucket it reaches."""
     return Parts(root, EVENTS_TABLE, EVENTS, part, staged=True, column="bucket")
 
@@ -385,7 +385,7 @@ def seed_file(meta: FileMeta, buf: bytes, seed_offset: int, seed_time: int | Non
     """A snapshot a cluster's timelines start from: its records as events at its last contained
     offset (in snapshot order); notes of its topic names and what could not be decoded."""
     notes: list[Note] = []
-    events = _events(root, f"seed-{meta.file_id}")
+    events = staged_events(root, f"seed-{meta.file_id}")
     for w in walk(buf, limits):
         _errors(meta, w, notes)
         for rb in _record_rows(meta.file_id, w):
@@ -401,17 +401,19 @@ def seed_file(meta: FileMeta, buf: bytes, seed_offset: int, seed_time: int | Non
 
 def finish_records(meta: FileMeta, root: str, run_id: str, want: list[tuple[int, int]], names: dict[str, str],
                    txns: list[tuple[int, int | None, int | None, str]], ranges: list[tuple[int, int]],
-                   redact_payloads: bool, times: list[int], buckets: int) -> list[Note]:
+                   redact_payloads: bool, times: list[int], buckets: int, records: Parts, events: Parts
+                   ) -> list[Note]:
     """The ``records`` rows of the offsets ``want`` names, from the file's staged records: where they
     come from, the topic name of topic-id records, and the metadata transaction each belongs to
     (``txns``: begin, end, end timestamp, state); the timelines' events of those in the replayable
-    ``ranges``; notes of where leader epochs start and of the first record later than each time."""
+    ``ranges`` (into ``events``, see ``staged_events``); notes of where leader epochs start and of
+    the first record later than each time."""
     fs, base = filesystem(root)
     staged = pq.read_table(f"{base}/decoded/part-{meta.file_id}.parquet", filesystem=fs)
     offsets = staged.column("offset").to_numpy()
     staged = staged.filter(pa.array(overlaps(offsets, offsets, want)))
-    sink = Sink(root, "records", RECORDS, str(meta.file_id), meta.cluster_id)
-    events = _events(root, str(meta.file_id))
+    sink = records.of(meta.cluster_id)
+    written = 0
     epochs: dict[int, tuple[int, int]] = {}
     later: list[int | None] = [None] * len(times)
     for rb in staged.to_batches(_ROWS):
@@ -425,6 +427,7 @@ def finish_records(meta: FileMeta, root: str, run_id: str, want: list[tuple[int,
             payload = pc.coalesce(rb.column("data_json"), payload)
         cols = {name: rb.column(name) for name in rb.schema.names}
         topic_name = pc.coalesce(cols["topic_name"], known)
+        written += n
         sink.write(pa.RecordBatch.from_arrays([
             pa.repeat(pa.scalar(meta.log_dir), n), pa.repeat(pa.scalar(meta.node_id, pa.int32()), n),
             pa.repeat(pa.scalar(meta.file), n), cols["offset"], cols["position"], cols["base_offset"],
@@ -452,8 +455,7 @@ def finish_records(meta: FileMeta, root: str, run_id: str, want: list[tuple[int,
             after = offset[ts > t]
             if after.size and (later[k] is None or after.min() < later[k]):
                 later[k] = int(after.min())
-    events.close()
-    return [(meta.file_id, "finished", json.dumps({"records": sink.close(), "later": later})),
+    return [(meta.file_id, "finished", json.dumps({"records": written, "later": later})),
             *((meta.file_id, "epoch", json.dumps({"epoch": e, "offset": o, "timestamp": t}))
               for e, (o, t) in epochs.items())]
 

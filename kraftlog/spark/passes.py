@@ -13,7 +13,17 @@ from contextlib import contextmanager
 from pyspark.sql import SparkSession
 
 from kraftlog.files.reader import Limits
-from kraftlog.spark.decode import BATCHES, FileMeta, Note, decode_file, finish_records, read_file, seed_file
+from kraftlog.spark.decode import (
+    BATCHES,
+    RECORDS,
+    FileMeta,
+    Note,
+    decode_file,
+    finish_records,
+    read_file,
+    seed_file,
+    staged_events,
+)
 from kraftlog.spark.discover import Inventory
 from kraftlog.spark.plan import Reset, Snapshot
 from kraftlog.spark.sink import Parts
@@ -136,9 +146,17 @@ def finish(spark: SparkSession, inv: Inventory, want: dict[int, list[tuple[int, 
            ranges: dict[str, list[tuple[int, int]]], redact: bool, times: list[int], buckets: int) -> list[Note]:
     """The ``records`` table and the timelines' events from the staged records each file supplies."""
     meta = _meta(inv)
-    return _over_tasks(spark, _sizes(inv, want), lambda i: finish_records(
-        meta[i], root, run_id, want[i], names, txns.get(meta[i].cluster_id, []), ranges.get(meta[i].cluster_id, []),
-        redact, times, buckets))
+
+    def group(g: int, tasks: list[int]) -> list[Note]:
+        records, events = Parts(root, "records", RECORDS, f"g{g}"), staged_events(root, f"g{g}")
+        notes = [n for i in tasks for n in finish_records(
+            meta[i], root, run_id, want[i], names, txns.get(meta[i].cluster_id, []),
+            ranges.get(meta[i].cluster_id, []), redact, times, buckets, records, events)]
+        records.close()
+        events.close()
+        return notes
+
+    return _over_groups(spark, _sizes(inv, want), group)
 
 
 def timelines(spark: SparkSession, root: str, buckets: int, resets: dict[str, list[Reset]],

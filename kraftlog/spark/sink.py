@@ -41,6 +41,10 @@ def encodings(schema: pa.Schema) -> dict:
             "column_encoding": dict.fromkeys(deltas, "DELTA_BINARY_PACKED")}
 
 
+#: Rows per Parquet row group: a task's many small batches in a few groups, which read back faster.
+ROW_GROUP = 1 << 17
+
+
 class Sink:
     """Streams Arrow batches of one schema into one Parquet file of a staging table."""
 
@@ -53,16 +57,27 @@ class Sink:
         self.tmp = f"{folder}/.part-{part}.{uuid.uuid4().hex}.tmp"
         self.schema = schema
         self.rows = 0
+        self.pending: list[pa.RecordBatch] = []
+        self.pending_rows = 0
         # a table only the job reads back is written fast; a published one, small
         self.writer = pq.ParquetWriter(self.tmp, schema, filesystem=fs, compression="lz4" if staged else "zstd",
                                        **encodings(schema))
 
     def write(self, batch: pa.RecordBatch) -> None:
         if batch.num_rows:
-            self.writer.write_batch(batch)
+            self.pending.append(batch)
+            self.pending_rows += batch.num_rows
             self.rows += batch.num_rows
+            if self.pending_rows >= ROW_GROUP:
+                self._flush()
+
+    def _flush(self) -> None:
+        if self.pending:
+            self.writer.write_table(pa.Table.from_batches(self.pending, self.schema), row_group_size=ROW_GROUP)
+            self.pending, self.pending_rows = [], 0
 
     def close(self) -> int:
+        self._flush()
         self.writer.close()
         self.fs.move(self.tmp, self.path)
         return self.rows
