@@ -1,7 +1,8 @@
-"""The job's passes, as Spark tasks (``mapInArrow`` functions) that write their tables' Parquet
-themselves and return only notes: over the input files, which a task reads by its local path (see
-``decode``), then over the staged records of each file and the buckets of events (see ``timelines``).
-Tasks are dealt into groups of about equal weight (file sizes), so two cores end together."""
+"""The job's passes, as Spark tasks (Python functions over groups of task ids) that write their
+tables' Parquet themselves and return only notes: over the input files, which a task reads by its
+local path (see ``decode``), then over the staged records of each file and the buckets of events
+(see ``timelines``). Tasks are dealt into groups of about equal weight (file sizes), so two cores
+end together."""
 
 import gc
 import json
@@ -29,7 +30,6 @@ from kraftlog.spark.plan import Reset, Snapshot
 from kraftlog.spark.sink import Parts
 from kraftlog.spark.timelines import fold_bucket
 
-NOTES = "file_id int, kind string, body string"
 PER_CORE = 2  # Spark tasks per core in a pass, by default
 
 
@@ -40,14 +40,6 @@ def _sizes(inv: Inventory, keep: Collection[int] | None = None) -> dict[int, int
 
 def _meta(inv: Inventory) -> dict[int, FileMeta]:
     return {f.file_id: FileMeta(f.file_id, f.cluster_id, f.node_id, f.log_dir, f.file, f.kind) for f in inv.readable}
-
-
-def _notes_batch(notes: list[Note]):
-    import pyarrow as pa
-
-    ids, kinds, bodies = zip(*notes, strict=True) if notes else ((), (), ())
-    return pa.RecordBatch.from_arrays([pa.array(ids, pa.int32()), pa.array(kinds, pa.string()),
-                                       pa.array(bodies, pa.string())], names=["file_id", "kind", "body"])
 
 
 def _groups(weights: dict[int, int], count: int) -> list[list[int]]:
@@ -69,14 +61,13 @@ def _over_groups(spark: SparkSession, weights: dict[int, int], work, per_core: i
         return []
     groups = _groups(weights, per_core * spark.sparkContext.defaultParallelism)
 
-    def run(batches):
-        for batch in batches:
-            for g in batch.column("id").to_pylist():
-                with _rare_collections():
-                    notes = work(g, groups[g])
-                yield _notes_batch(notes)
+    def run(ids):
+        for g in ids:
+            with _rare_collections():
+                yield from work(g, groups[g])
 
-    return [tuple(r) for r in spark.range(0, len(groups), 1, len(groups)).mapInArrow(run, NOTES).collect()]
+    # plain RDD tasks: only a few notes per file come back, and no SQL plan is needed to start them
+    return spark.sparkContext.parallelize(range(len(groups)), len(groups)).mapPartitions(run).collect()
 
 
 def _over_tasks(spark: SparkSession, weights: dict[int, int], work) -> list[Note]:
