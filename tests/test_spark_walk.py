@@ -3,16 +3,19 @@ batches (every header field, CRC verdict, error), records and skipped regions, o
 and on files damaged in the ways the reader's own tests damage them."""
 
 import io
+import random
 
 import pytest
 
 from conftest import NO_CORPUS, corpus_log_files
 from kraftlog.files.reader import Limits, Region, read_log_stream
 from kraftlog.spark.walk import HEADER_LAYOUT, walk
-from kraftlog.wire.batch import Record, encode_batch
+from kraftlog.wire.batch import CRC_START, HEADER_SIZE, TIMESTAMP_TYPE_BIT, Record, encode_batch
 from kraftlog.wire.codecs import GZIP
+from kraftlog.wire.crc import crc32c
 
 _FIELDS = [name for name, _, _ in HEADER_LAYOUT]
+CRC_AT = next(offset for name, offset, _ in HEADER_LAYOUT if name == "crc")
 
 
 def by_reader(buf: bytes, limits: Limits = Limits()) -> tuple[list, list]:
@@ -111,6 +114,41 @@ def test_damage_inside_a_run_of_one_size(name, chunk):
     walked = by_walk(buf, chunk=chunk)
     assert walked == by_reader(buf)
     assert len(walked[0]) > 100
+
+
+def _varied() -> dict[str, bytes]:
+    """Batches of many records in every shape a record can take: the plain ones read as columns,
+    the others (keys, headers, null or long values, long varints) by the reader."""
+    rng = random.Random(5)
+    batches = []
+    for i in range(30):
+        records = []
+        for k in range(rng.choice([2, 5, 70, 200])):
+            shape = rng.random()
+            value = bytes(rng.randrange(256) for _ in range(rng.choice([3, 40, 70, 200])))
+            records.append(Record(0, 0, b"k" if shape < 0.02 else None,
+                                  None if 0.02 <= shape < 0.04 else value * (60 if 0.04 <= shape < 0.05 else 1),
+                                  ((b"h", b"v"),) if 0.05 <= shape < 0.07 else (),
+                                  offset_delta=k, timestamp_delta=rng.choice([0, 0, 5, -3, 100, 20000])))
+        batches.append(encode_batch(records, base_offset=1000 * i, base_timestamp=1_700_000_000_000 + i,
+                                    attributes=rng.choice([0, 0, 0, TIMESTAMP_TYPE_BIT])))
+    seg = b"".join(batches)
+    out = {"varied": seg}
+    # a record whose length frames one byte too many, in a batch whose CRC is right
+    bad = bytearray(batches[3])
+    body = HEADER_SIZE
+    bad[body] += 2  # a one-byte zig-zag length, one larger
+    bad[CRC_AT : CRC_AT + 4] = crc32c(bytes(bad[CRC_START:])).to_bytes(4, "big")
+    out["record-length"] = b"".join(batches[:3]) + bytes(bad) + b"".join(batches[4:])
+    return out
+
+
+@pytest.mark.parametrize("name", list(_varied()))
+def test_records_of_every_shape(name):
+    buf = _varied()[name]
+    walked = by_walk(buf)
+    assert walked == by_reader(buf)
+    assert sum(len(b[3]) for b in walked[0]) > 1000
 
 
 @pytest.mark.parametrize("name", list(_damaged()))

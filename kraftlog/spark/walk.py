@@ -82,20 +82,25 @@ class Walk:
 
 
 class _Records:
-    """Records collected one by one (decoded batches), beside the vectorised one-record batches."""
+    """Records collected batch by batch, beside the vectorised one-record batches; their (key, value)
+    pairs interned, so that a value repeated in a walk is decoded and looked up once."""
 
     def __init__(self) -> None:
         self.batch: list[int] = []
         self.offset: list[int] = []
         self.timestamp: list[int] = []
         self.kv: list[int] = []
+        self.ids: dict[tuple[bytes | None, bytes | None], int] = {}  # (key, value) -> index into ``Walk.kv``
 
-    def add(self, batch_index: int, records, kv: list) -> None:
+    def intern(self, pairs) -> list[int]:
+        ids = self.ids
+        return [ids.setdefault(p, len(ids)) for p in pairs]
+
+    def add(self, batch_index: int, records) -> None:
         self.batch += [batch_index] * len(records)
         self.offset += [r.offset for r in records]
         self.timestamp += [r.timestamp for r in records]
-        self.kv += range(len(kv), len(kv) + len(records))
-        kv += [(r.key, r.value) for r in records]
+        self.kv += self.intern((r.key, r.value) for r in records)
 
 
 #: One-record payload -> (offset delta, timestamp delta, key, value); shared by a worker's files.
@@ -207,14 +212,16 @@ def _wanted(header: dict[str, np.ndarray], want: list[tuple[int, int]] | None) -
 
 
 def _fast_records(buf: bytes, w: Walk, slow: _Records, limits: Limits, wanted: np.ndarray) -> None:
-    """One-record uncompressed batches become vector rows, decoded once per distinct payload; the
-    other wanted batches are decoded one by one."""
+    """One-record uncompressed batches become vector rows, decoded once per distinct payload; other
+    uncompressed batches are read as columns where their records allow (``_plain_records``); the
+    remaining wanted batches are decoded one by one."""
     h = w.header
     size = h["batchLength"] + (LOG_OVERHEAD - HEADER_SIZE)
-    small = wanted & (h["recordsCount"] == 1) & ((h["attributes"] & COMPRESSION_MASK) == 0) & (size <= _SMALL)
-    kv = w.kv
+    plain = (h["attributes"] & COMPRESSION_MASK) == 0
+    small = wanted & (h["recordsCount"] == 1) & plain & (size <= _SMALL)
+    payload_kv: list[int] = []  # per distinct payload: its (key, value), its deltas
     deltas: list[tuple[int, int]] = []
-    entry = np.full(w.count, -1, np.int64)
+    entry = np.full(w.count, -1, np.int64)  # a small batch's payload
     u8 = np.frombuffer(buf, np.uint8)
     for length in np.unique(size[small]).tolist():  # payloads of one length compared as byte rows
         at = np.flatnonzero(small & (size == length))
@@ -226,15 +233,18 @@ def _fast_records(buf: bytes, w: Walk, slow: _Records, limits: Limits, wanted: n
             pos = int(w.positions[at[i]])
             seen = _memo.get(payload) or _remember(buf, pos, payload, limits)
             if seen is not None:
-                index[k] = len(kv)
-                kv.append(seen[2:])
+                index[k] = len(payload_kv)
+                payload_kv += slow.intern([seen[2:]])
                 deltas.append(seen[:2])
         entry[at] = index[inverse.ravel()]
-    for i in np.flatnonzero((entry < 0) & wanted).tolist():
+    rest = (entry < 0) & wanted
+    done = _plain_records(buf, u8, w, np.flatnonzero(rest & plain), slow)
+    rest[done] = False
+    for i in np.flatnonzero(rest).tolist():
         pos = int(w.positions[i])
         batch = decode_batch_at(buf, pos, pos, limits.max_decompressed, verify_crc=False)
         w.errors[i] = batch.error
-        slow.add(i, batch.records, kv)
+        slow.add(i, batch.records)
     hit = np.flatnonzero(entry >= 0)
     rows = entry[hit]
     d = np.asarray(deltas, np.int64).reshape(-1, 2)[rows]
@@ -242,7 +252,77 @@ def _fast_records(buf: bytes, w: Walk, slow: _Records, limits: Limits, wanted: n
     w.rec_batch = hit
     w.rec_offset = h["baseOffset"][hit] + d[:, 0]
     w.rec_timestamp = np.where(log_append, h["maxTimestamp"][hit], h["baseTimestamp"][hit] + d[:, 1])
-    w.rec_kv = rows
+    w.rec_kv = np.asarray(payload_kv, np.int64)[rows]
+
+
+def _bodies(buf: bytes, pos: int, end: int, count: int, starts: list[int], ends: list[int]) -> bool:
+    """The bodies of ``count`` records from ``pos`` (appended to ``starts`` and ``ends``), if their
+    length varints (of one or two bytes) frame them exactly up to ``end``; else nothing is added."""
+    mark = len(starts)
+    for _ in range(count):
+        b = buf[pos] if pos < end else 0x80
+        if b < 0x80:
+            pos += 1
+        elif pos + 1 < end and buf[pos + 1] < 0x80:
+            b = (b & 0x7F) | buf[pos + 1] << 7
+            pos += 2
+        else:
+            break
+        n = (b >> 1) ^ -(b & 1)
+        if n < 6 or pos + n > end:
+            break
+        starts.append(pos)
+        pos += n
+        ends.append(pos)
+    else:
+        if pos == end:
+            return True
+    del starts[mark:], ends[mark:]
+    return False
+
+
+def _varints(u8: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Zig-zag varints of one or two bytes at ``at``: values, where each ends, and which were that short."""
+    last = len(u8) - 1
+    b0 = u8[np.minimum(at, last)].astype(np.int64)
+    b1 = u8[np.minimum(at + 1, last)].astype(np.int64)
+    one = b0 < 0x80
+    u = np.where(one, b0, (b0 & 0x7F) | (b1 << 7))
+    return (u >> 1) ^ -(u & 1), at + np.where(one, 1, 2), one | (b1 < 0x80)
+
+
+def _plain_records(buf: bytes, u8: np.ndarray, w: Walk, batches: np.ndarray, slow: _Records) -> np.ndarray:
+    """Records of uncompressed batches read as columns where every record of the batch has the plain
+    shape a metadata log's records have (short varints, null key, a value, no headers); returns which
+    of ``batches`` were read (the others are for ``decode_batch_at``, which reports what is wrong)."""
+    h = w.header
+    starts: list[int] = []
+    ends: list[int] = []
+    owner: list[int] = []
+    first = w.positions[batches] + HEADER_SIZE
+    last = w.positions[batches] + LOG_OVERHEAD + h["batchLength"][batches]
+    for i, a, z, count in zip(batches.tolist(), first.tolist(), last.tolist(), h["recordsCount"][batches].tolist(),
+                              strict=True):
+        mark = len(starts)
+        if _bodies(buf, a, z, count, starts, ends):
+            owner += [i] * (len(starts) - mark)
+    start, end, batch = (np.asarray(x, np.int64) for x in (starts, ends, owner))
+    ts_delta, at, ok = _varints(u8, start + 1)  # after the attributes byte
+    offset_delta, at, ok2 = _varints(u8, at)
+    ok &= ok2 & (u8[np.minimum(at, len(u8) - 1)] == 1)  # a null key
+    length, at, ok2 = _varints(u8, at + 1)
+    ok &= ok2 & (length >= 0) & (at + length + 1 == end) & (u8[np.minimum(at + length, len(u8) - 1)] == 0)
+    read = np.zeros(w.count, bool)
+    read[batch] = True
+    read[batch[~ok]] = False
+    keep = read[batch]
+    batch, ts_delta, offset_delta, at, length = batch[keep], ts_delta[keep], offset_delta[keep], at[keep], length[keep]
+    log_append = (h["attributes"][batch] & TIMESTAMP_TYPE_BIT) != 0
+    slow.batch += batch.tolist()
+    slow.offset += (h["baseOffset"][batch] + offset_delta).tolist()
+    slow.timestamp += np.where(log_append, h["maxTimestamp"][batch], h["baseTimestamp"][batch] + ts_delta).tolist()
+    slow.kv += slow.intern((None, buf[a:z]) for a, z in zip(at.tolist(), (at + length).tolist(), strict=True))
+    return read
 
 
 def _remember(buf: bytes, pos: int, payload: bytes, limits: Limits) -> tuple | None:
@@ -285,7 +365,7 @@ def _slow_until_clean(buf: bytes, start: int, w: Walk, slow: _Records, limits: L
             w.regions.append(dataclasses.replace(item, position=item.position + start, detail=detail))
             continue
         if overlaps(np.asarray([item.base_offset]), np.asarray([item.last_offset]), want)[0]:
-            slow.add(w.count + len(batches), item.records, w.kv)
+            slow.add(w.count + len(batches), item.records)
         batches.append(item)
         if item.crc_valid:
             end = start + item.position + item.size
@@ -302,6 +382,7 @@ def _slow_until_clean(buf: bytes, start: int, w: Walk, slow: _Records, limits: L
 
 def _merge(w: Walk, slow: _Records) -> None:
     """The vector rows and the decoded ones, back in file order."""
+    w.kv = list(slow.ids)
     if not slow.batch:
         return
     batch = np.concatenate([w.rec_batch, np.asarray(slow.batch, np.int64)])
