@@ -59,9 +59,10 @@ class Sink:
         self.rows = 0
         self.pending: list[pa.RecordBatch] = []
         self.pending_rows = 0
-        # a table only the job reads back is written fast; a published one, small
+        # a table only the job reads back is written fast; a published one, small and with the
+        # statistics that let a query skip row groups
         self.writer = pq.ParquetWriter(self.tmp, schema, filesystem=fs, compression="lz4" if staged else "zstd",
-                                       **encodings(schema))
+                                       write_statistics=not staged, **encodings(schema))
 
     def write(self, batch: pa.RecordBatch) -> None:
         if batch.num_rows:
