@@ -56,8 +56,16 @@ class _Interned:
             self.values.append(value)
         return c
 
-    def array(self, codes: np.ndarray, t: pa.DataType) -> pa.Array:
-        return pa.array([list(v) for v in self.values], t).take(pa.array(codes))
+    def array(self, codes: np.ndarray, t: pa.ListType) -> pa.Array:
+        """The lists of ``codes`` as a list array, gathered with numpy (a list ``take`` is slower)."""
+        lengths = np.fromiter(map(len, self.values), np.int64, len(self.values))
+        firsts = np.cumsum(lengths) - lengths
+        n = lengths[codes]
+        offsets = np.r_[0, np.cumsum(n)]
+        at = np.repeat(firsts[codes] - offsets[:-1], n) + np.arange(offsets[-1])
+        flat = pa.array([x for v in self.values for x in v], t.value_type)
+        values = pa.array(flat.to_numpy()[at]) if pa.types.is_integer(t.value_type) else flat.take(pa.array(at))
+        return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), values)
 
 
 def _ints(value) -> bool:
@@ -232,22 +240,26 @@ class Fold:
             value = np.where(kind == PARTITION, v.recorded[f][payload], changed)
             state[column] = value[_last((kind == PARTITION) | (is_change & (changed != _ABSENT)))]
         state["directories"] = self.directories[keep][np.maximum(moved, 0)]
-        names = [name for name, _ in self.entity.state]
-        codes = np.stack([state[name] for name in names], axis=1)
-        return self._rows(rows, key, first, alive, codes, names)
+        return self._rows(rows, key, first, alive, state)
 
-    def _rows(self, rows: pa.Table, key: np.ndarray, first: np.ndarray, alive: np.ndarray, codes: np.ndarray,
-              names: list[str]) -> pa.RecordBatch:
-        """One row per state: settled after each run of events at one effective offset."""
+    def _rows(self, rows: pa.Table, key: np.ndarray, first: np.ndarray, alive: np.ndarray,
+              state: dict[str, np.ndarray]) -> pa.RecordBatch:
+        """One row per state: settled after each run of events at one effective offset. ``state``:
+        each state column's codes after each event (equal codes, equal values)."""
         n = len(key)
         eff = rows.column("eff_offset").to_numpy()
         group_start = first | np.r_[True, eff[1:] != eff[:-1]]
         starts = np.flatnonzero(group_start)
         ends = np.r_[starts[1:], n] - 1
-        g_alive, g_codes, g_first = alive[ends], codes[ends], first[starts]
+        g_alive, g_first = alive[ends], first[starts]
         prev_alive = np.r_[False, g_alive[:-1]] & ~g_first
-        diff_cols = np.r_[np.zeros((1, codes.shape[1]), bool), g_codes[1:] != g_codes[:-1]]
-        differs = (g_alive != prev_alive) | (g_alive & prev_alive & diff_cols.any(axis=1))
+        names = [name for name, _ in self.entity.state]
+        g_state = {name: state[name][ends] for name in names}
+        bits = np.zeros(len(starts), np.int64)  # the state columns that differ from the group before's
+        for j, name in enumerate(names):
+            g = g_state[name]
+            bits[1:] |= (g[1:] != g[:-1]).astype(np.int64) << j
+        differs = (g_alive != prev_alive) | (g_alive & prev_alive & (bits != 0))
         changes = np.flatnonzero(differs)  # groups where the state changes
         opens = changes[g_alive[changes]]
         nxt = np.full(changes.size, -1)  # the next change of the same key closes a row
@@ -265,11 +277,13 @@ class Fold:
         def when(values: np.ndarray, mask: np.ndarray) -> pa.Array:
             return pa.array(values, pa.int64(), mask=~mask)
 
-        ended_by = pc.if_else(pa.array(closed & ~g_alive[cl]),
-                              pc.binary_join(records.take(pa.array(cl)), ","), pa.scalar(None, pa.string()))
+        ended = np.flatnonzero(closed & ~g_alive[cl])  # rows whose partition is gone after them
+        which = np.zeros(len(opens), np.int64)
+        which[ended] = np.arange(1, ended.size + 1)
+        ended_by = pa.concat_arrays([pa.nulls(1, pa.string()),
+                                     pc.binary_join(records.take(pa.array(cl[ended])), ",")]).take(pa.array(which))
         created = ~prev_alive[opens]
-        masks = np.where(created[:, None], False, diff_cols[opens])
-        changed = _changed(masks, names)
+        changed = _changed(np.where(created, 0, bits[opens]), names)
         take = pa.array(at)
         columns = {
             **{k: rows.column(k).chunk(0).take(take) for k in ("cluster_id", "topic_id", "partition_id")},
@@ -279,9 +293,8 @@ class Fold:
             "change_offset": pa.array(offset[at]), "change_records": records.take(pa.array(opens)),
             "ended_by": ended_by,
         }
-        state = codes[at]
-        for j, (name, t) in enumerate(self.entity.state):
-            col = state[:, j]
+        for name, t in self.entity.state:
+            col = g_state[name][opens]
             if name == "topic_name":
                 columns[name] = pa.array([v[0] for v in self.names.values] or [""], pa.string()).take(pa.array(col))
             elif name == "directories":
@@ -298,11 +311,8 @@ class Fold:
         return self.rows.filter(pa.array(self.left))
 
 
-def _changed(masks: np.ndarray, names: list[str]) -> pa.Array:
+def _changed(bits: np.ndarray, names: list[str]) -> pa.Array:
     """Per row, the names of the state columns whose bit is set."""
-    if not len(masks):
-        return pa.array([], pa.list_(pa.string()))
-    bits = masks.astype(np.int64) @ (1 << np.arange(len(names), dtype=np.int64))
     uniq, inverse = np.unique(bits, return_inverse=True)
     lists = [[n for j, n in enumerate(names) if b >> j & 1] for b in uniq.tolist()]
     return pa.array(lists, pa.list_(pa.string())).take(pa.array(inverse.ravel()))

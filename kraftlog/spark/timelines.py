@@ -89,8 +89,9 @@ def fold_bucket(root: str, bucket: int, buckets: int, resets: dict[str, list[Res
     folder = f"{base}/{EVENTS_TABLE}/bucket={bucket}"
     exists = fs.get_file_info(folder).type == pafs.FileType.Directory
     events = pq.read_table(folder, filesystem=fs, schema=EVENTS) if exists else EVENTS.empty_table()
+    # one chunk per column: taking rows out of the many chunks of many files costs more than the copy
     events = pa.concat_tables([events, *(epoch_starts(c, starts) for c, starts in sorted(epochs.items())
-                                         if bucket_of(c, "", buckets) == bucket)])
+                                         if bucket_of(c, "", buckets) == bucket)]).combine_chunks()
     counts = {}
     for entity in E.ENTITIES:
         rows = _ordered(entity, events, names)
