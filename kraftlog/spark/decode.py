@@ -373,6 +373,10 @@ def _source(rb: pa.RecordBatch | pa.Table, eff_offset: pa.Array, offset: pa.Arra
                      **{c: rb.column(c) for c in SOURCE[7:]}})
 
 
+#: The decoded columns ``_source`` reads.
+_SOURCED = ["offset", "timestamp", "epoch", "record_type", "data_json", "payload", *SOURCE[7:]]
+
+
 def _replayed(rb: pa.RecordBatch) -> np.ndarray:
     """Metadata records some timeline replays."""
     return (pc.is_in(rb.column("record_type"), pa.array(REPLAYED_TYPES)).to_numpy(zero_copy_only=False)
@@ -411,7 +415,9 @@ def finish_records(meta: FileMeta, root: str, run_id: str, want: list[tuple[int,
     fs, base = filesystem(root)
     staged = pq.read_table(f"{base}/decoded/part-{meta.file_id}.parquet", filesystem=fs)
     offsets = staged.column("offset").to_numpy()
-    staged = staged.filter(pa.array(overlaps(offsets, offsets, want)))
+    supplied = overlaps(offsets, offsets, want)
+    if not supplied.all():
+        staged = staged.filter(pa.array(supplied))
     sink = records.of(meta.cluster_id)
     written = 0
     epochs: dict[int, tuple[int, int]] = {}
@@ -442,10 +448,11 @@ def finish_records(meta: FileMeta, root: str, run_id: str, want: list[tuple[int,
             & overlaps(offset, offset, ranges)
         eff = pc.if_else(pa.array(committed), end, rb.column("offset")).filter(pa.array(replayed))
         eff_ts = pc.if_else(pa.array(committed), end_ts, rb.column("timestamp")).filter(pa.array(replayed))
-        log = rb.filter(pa.array(replayed))
+        log = rb.select(_SOURCED).filter(pa.array(replayed))
         _stage(events, routed(meta.cluster_id, _source(log, eff, log.column("offset"), pa.repeat(
             pa.scalar(0, pa.int64()), log.num_rows), eff_ts), buckets, names))
-        raft = rb.filter(pa.array(control & pc.is_null(rb.column("error")).to_numpy(zero_copy_only=False)))
+        raft = rb.select(_SOURCED).filter(
+            pa.array(control & pc.is_null(rb.column("error")).to_numpy(zero_copy_only=False)))
         _stage(events, controller_rows(meta.cluster_id, _source(
             raft, raft.column("offset"), raft.column("offset"), pa.repeat(pa.scalar(0, pa.int64()), raft.num_rows),
             raft.column("timestamp")), buckets))
