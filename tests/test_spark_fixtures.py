@@ -9,7 +9,8 @@ import pytest
 from kraftlog.files.coverage import compare_copies
 from kraftlog.files.logdir import find_nodes, scan_file
 from kraftlog.files.records import iter_entries
-from kraftlog.spark.discover import cluster_of
+from kraftlog.spark import copies, entities, views
+from kraftlog.spark.discover import cluster_of, discover
 from kraftlog.spark.job import TABLES, Options, run
 from kraftlog.state.image import ABORT, BEGIN, END
 from kraftlog.state.rebuild import parse_time, rebuild
@@ -54,13 +55,13 @@ def job(spark, fixtures, single, tmp_path_factory):  # noqa: F811
 
 def test_views_equal_local_replay_at_every_point(job, nodes):
     out, manifest = job
-    views = Views(out)
-    points = views.points()
+    written = Views(out)
+    points = written.points()
     assert len(manifest["clusters"]) == 5 and len(points) > 60
     for cluster, at in sorted(points):
         node = nodes[cluster]
         built = rebuild(node, offset=at, base="none")
-        assert views.image(cluster, at) == compared(built.image.to_json()), (cluster, at)
+        assert written.image(cluster, at) == compared(built.image.to_json()), (cluster, at)
 
 
 def test_at_time_is_the_offset_before_the_first_later_record(job, nodes):
@@ -122,3 +123,22 @@ def test_every_table_reads_back_with_its_columns_even_when_empty(job, spark):  #
         df = spark.read.parquet(str(out / name))
         assert {"cluster_id", "run_id"} <= set(df.columns), name
         assert df.count() == manifest["counts"][name], name
+
+
+def _columns(df_or_schema) -> list[tuple[str, str]]:
+    schema = getattr(df_or_schema, "schema", df_or_schema)
+    return sorted((f.name, f.dataType.simpleString()) for f in schema if f.name not in ("cluster_id", "run_id"))
+
+
+def test_tables_a_run_writes_without_a_query_have_the_columns_the_query_gives(job, spark, fixtures):  # noqa: F811
+    """With no points the views, and with no disagreeing copies the divergence, are written from
+    declared columns; they are the columns the queries select (and this run's written tables)."""
+    out, _ = job
+    histories = {e.table: spark.read.parquet(str(out / e.table)) for e in entities.ENTITIES}
+    cut = views.views(histories, views.points(spark, [("c", 1, "offset 1")]))
+    for name in views.VIEWS:
+        assert _columns(cut[name]) == _columns(views.schema(name)) == _columns(spark.read.parquet(str(out / name)))
+    inv = discover([str(fixtures)])
+    batches = spark.read.parquet(str(out / "batches"))
+    queried = copies.divergence(spark, batches, inv, {c.copy_id: 0 for c in inv.copies}, [("c", 0)])
+    assert _columns(queried) == _columns(copies.DIVERGENCE) == _columns(spark.read.parquet(str(out / "divergence")))

@@ -14,6 +14,15 @@ from pathlib import Path
 import numpy as np
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
 
 from kraftlog.files.logdir import read_leader_epoch_checkpoint
 from kraftlog.spark.decode import BLOCK_OFFSETS
@@ -101,6 +110,21 @@ def block_mismatches(inv: Inventory, blocks: list[tuple[int, dict]]) -> list[tup
         variants[(cluster_of[copy], block)].add(tuple(acc))
     held = Counter((cluster_of[copy], block) for copy, block in per_copy)
     return sorted(k for k, v in variants.items() if held[k] > 1 and len(v) > 1)
+
+
+#: The ``divergence`` table, as ``divergence`` selects it.
+DIVERGENCE = StructType([
+    StructField("cluster_id", StringType()), StructField("offset", LongType(), False),
+    StructField("chosen_node_id", IntegerType()), StructField("chosen_log_dir", StringType()),
+    StructField("chosen_epoch", IntegerType()),
+    StructField("copies", ArrayType(StructType([
+        StructField("copy_id", IntegerType()), StructField("node_id", IntegerType()),
+        StructField("log_dir", StringType()), StructField("file", StringType()),
+        StructField("leader_epoch", IntegerType()), StructField("batch_crc", LongType()),
+        StructField("batch_base_offset", LongType()), StructField("batch_last_offset", LongType()),
+        StructField("agrees", BooleanType()),
+    ]), False), False),
+])
 
 
 def divergence(spark: SparkSession, batches: DataFrame, inv: Inventory, rank: dict[int, int],

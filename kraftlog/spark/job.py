@@ -35,12 +35,10 @@ from kraftlog.spark.transactions import Marker, transactions
 from kraftlog.state.rebuild import parse_time
 from kraftlog.wire.crc import IMPLEMENTATION as CRC_IMPLEMENTATION
 
-#: Snapshot-equivalent views: table -> the timeline it is cut from.
-VIEWS = {"state_topics": entities.TOPIC, "state_partitions": entities.PARTITION, "state_brokers": entities.BROKER,
-         "state_configs": entities.CONFIG, "state_features": entities.FEATURE}
 #: Log records per bucket of timeline events, at most (a quarter of a log's records are events, or fewer).
 EVENTS_PER_BUCKET = 4_000_000
-TABLES = ("files", "batches", "problems", "divergence", "records", *(e.table for e in entities.ENTITIES), *VIEWS)
+TABLES = ("files", "batches", "problems", "divergence", "records", *(e.table for e in entities.ENTITIES),
+          *views.VIEWS)
 
 
 def _with_cluster(schema) -> object:
@@ -196,14 +194,17 @@ def run(spark: SparkSession, opts: Options) -> dict:
             eager = {f.file_id for f in inv.readable if f.copy_id in first}
             notes = passes.by_kind(passes.read(spark, inv, out.root, run_id, opts.limits, eager))
             summary = copies.summaries(notes["file"])
-            batches = out.staged("batches", _with_cluster(BATCHES), sum(s.batches for s in summary.values()))
+            out.staged("batches", _with_cluster(BATCHES), sum(s.batches for s in summary.values()))
         with stages("copies"):
             rank = copies.ranks(inv, summary)
             mismatched = copies.block_mismatches(inv, notes["block"])
-            # no query when every block that several copies hold agrees
-            divergent = out.write("divergence", copies.divergence(spark, batches, inv, rank, mismatched),
-                                  empty=not mismatched)
-            supplied = copies.suppliers(inv, summary, rank, copies.cuts(divergent) if mismatched else {})
+            if mismatched:
+                cut = copies.cuts(out.write("divergence", copies.divergence(spark, out.frame("batches"), inv, rank,
+                                                                            mismatched)))
+            else:  # no query when every block that several copies hold agrees
+                out.empty("divergence", copies.DIVERGENCE)
+                cut = {}
+            supplied = copies.suppliers(inv, summary, rank, cut)
             want = copies.wanted(supplied)
             snaps = _snapshots(inv, summary, rank)
             plans = _plans(inv, supplied, snaps)
@@ -239,19 +240,18 @@ def run(spark: SparkSession, opts: Options) -> dict:
                 starts[c].append((e, o, t))
             written = passes.timelines(spark, out.root, buckets, {c: p.resets for c, p in plans.items()}, starts,
                                        names, opts.redact, run_id)
-            timelines = {e.table: out.staged(e.table, _with_cluster(history_schema(e)),
-                                             sum(n[e.table] for _, n in passes.by_kind(written)["timeline"]))
-                         for e in entities.ENTITIES}
+            for e in entities.ENTITIES:
+                out.staged(e.table, _with_cluster(history_schema(e)),
+                           sum(n[e.table] for _, n in passes.by_kind(written)["timeline"]))
         with stages("views"):
             points = _points(opts, inv, plans, finished["finished"], snaps)
-            at = views.points(spark, points).cache()
-            state = {name: views.view(timelines[e.table], e, at) for name, e in VIEWS.items()}
-            counts = state["state_partitions"].groupBy("cluster_id", "at_offset", "topic_id").count() \
-                .withColumnRenamed("count", "partitions")
-            state["state_topics"] = state["state_topics"].join(counts, ["cluster_id", "at_offset", "topic_id"], "left") \
-                .fillna(0, ["partitions"])
-            for name, df in state.items():
-                out.write(name, df, empty=not points)
+            if points:
+                histories = {e.table: out.frame(e.table) for e in entities.ENTITIES}
+                for name, df in views.views(histories, views.points(spark, points).cache()).items():
+                    out.write(name, df)
+            else:  # no query, so a run without points uses no Spark SQL at all
+                for name in views.VIEWS:
+                    out.empty(name, views.schema(name))
         with stages("files"):
             seeds = {s.file_id: f"seeds the timelines at offset {s.end_offset - 1}"
                      for p in plans.values() for s in p.seeds}

@@ -16,7 +16,7 @@ import uuid6
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StringType, StructField, StructType
 
 from kraftlog.spark.sink import Parts, filesystem
 
@@ -33,7 +33,7 @@ class Output:
         if not urlparse(target).scheme:
             target = os.path.abspath(target)
         self.spark, self.run_id = spark, run_id
-        self.written: dict[str, DataFrame] = {}
+        self.schemas: dict[str, StructType] = {}
         self.counts: dict[str, int] = {}
         jvm = spark.sparkContext._jvm
         self._path = jvm.org.apache.hadoop.fs.Path
@@ -51,12 +51,20 @@ class Output:
     def path(self, table: str) -> str:
         return str(self._path(self.staging, table))
 
-    def staged(self, table: str, schema: StructType, rows: int) -> DataFrame:
+    def staged(self, table: str, schema: StructType, rows: int) -> None:
         """A table the passes wrote themselves, of ``rows`` rows (none: not even a folder yet)."""
         if not self.fs.exists(self._path(self.staging, table)):
             self._schema_only(table, schema)
-        self.written[table], self.counts[table] = self.spark.read.schema(schema).parquet(self.path(table)), rows
-        return self.written[table]
+        self.schemas[table], self.counts[table] = schema, rows
+
+    def frame(self, table: str) -> DataFrame:
+        """A table written into staging, read back (a query is planned only when one is asked for)."""
+        return self.spark.read.schema(self.schemas[table]).parquet(self.path(table))
+
+    def empty(self, table: str, schema: StructType) -> None:
+        """A table known to have no rows: one Parquet file of its schema and the run id."""
+        self._schema_only(table, StructType([*schema.fields, StructField("run_id", StringType(), False)]))
+        self.schemas[table], self.counts[table] = schema, 0
 
     def _schema_only(self, table: str, schema: StructType) -> None:
         """An empty table as one Parquet file of its schema: a folder without a Parquet file is one
@@ -67,7 +75,7 @@ class Output:
         pq.write_table(to_arrow_schema(schema, timezone="UTC").empty_table(), f"{folder}/part-00000-empty.parquet",
                        filesystem=fs)
 
-    def rows(self, table: str, rows: list[tuple], schema: StructType) -> DataFrame:
+    def rows(self, table: str, rows: list[tuple], schema: StructType) -> None:
         """A small table the driver holds (rows of ``schema``, ``cluster_id`` among its columns),
         written by pyarrow, by cluster: a Spark job for a few thousand rows takes seconds on a session
         that has run no SQL yet."""
@@ -83,23 +91,19 @@ class Output:
             parts.of(cluster).write(pa.RecordBatch.from_arrays(
                 [pa.array(c, f.type) for c, f in zip(columns, written, strict=True)], schema=written))
         parts.close()
-        return self.staged(table, from_arrow_schema(written.append(arrow.field(at))), len(rows))
+        self.staged(table, from_arrow_schema(written.append(arrow.field(at))), len(rows))
 
-    def write(self, table: str, df: DataFrame, empty: bool = False) -> DataFrame:
-        """Write ``table`` (with the run id, by cluster) into staging; returns it read back from there.
-        ``empty``: known to have no rows, so no query runs for it."""
+    def write(self, table: str, df: DataFrame) -> DataFrame:
+        """Write ``table`` (with the run id, by cluster) into staging; returns it read back from there."""
         df = df.withColumn("run_id", F.lit(self.run_id))
-        if empty:
-            self.counts[table] = 0
-        else:
-            rows = Observation(table)  # counted while written, not by another pass
-            df.observe(rows, F.count(F.lit(1)).alias("rows")).write.mode("overwrite").partitionBy("cluster_id") \
-                .parquet(self.path(table))
-            self.counts[table] = rows.get["rows"]
+        rows = Observation(table)  # counted while written, not by another pass
+        df.observe(rows, F.count(F.lit(1)).alias("rows")).write.mode("overwrite").partitionBy("cluster_id") \
+            .parquet(self.path(table))
+        self.counts[table] = rows.get["rows"]
         if not self.counts[table]:
             self._schema_only(table, df.schema)
-        self.written[table] = self.spark.read.schema(df.schema).parquet(self.path(table))
-        return self.written[table]
+        self.schemas[table] = df.schema
+        return self.frame(table)
 
     def place(self, path: Path) -> Path:
         """Where a file the driver writes must go to stand at ``path`` once the run is published: one
@@ -117,7 +121,7 @@ class Output:
             stream.close()
 
     def drop(self, table: str) -> None:
-        self.written.pop(table, None)
+        self.schemas.pop(table, None)
         self.counts.pop(table, None)
         self.fs.delete(self._path(self.staging, table), True)
 
