@@ -90,7 +90,7 @@ def _snapshots(inv: Inventory, summary: dict, rank: dict[int, int]) -> dict[str,
 
 
 def _buckets(spark: SparkSession, summary: dict) -> int:
-    """Buckets of timeline events: two per core, or a multiple of that for a big fleet (a bucket is
+    """Buckets of timeline events: ``PER_CORE`` per core, or a multiple of that for a big fleet (a bucket is
     held in one task's memory, a few hundred bytes an event), so that the cores end together."""
     records = sum(s.records for s in summary.values())
     per_round = passes.PER_CORE * spark.sparkContext.defaultParallelism
