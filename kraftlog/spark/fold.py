@@ -3,8 +3,9 @@
 An entity's events (its own records, and the few records of others that change it, such as its
 topic's removal) are bucketed together (``events``) and sorted by effective offset; a Python task
 walks its sorted rows once, replaying one entity at a time into a fresh ``ClusterImage``, so the
-rules are the state layer's and nothing is re-implemented here. Out comes one row per state the entity was
-in, valid from ``valid_from_offset`` up to (not including) ``valid_to_offset``; null while current.
+rules are the state layer's. Out comes one row per state the entity was in, valid from
+``valid_from_offset`` up to (not including) ``valid_to_offset``; null while current. (Most
+partitions are folded as columns instead, by ``partition_fold``, to the same rows.)
 
 Records of a committed metadata transaction take effect together at its End (their effective
 offset); snapshot seeds and gaps from the replay plan reset every entity of their cluster.
@@ -152,7 +153,7 @@ class _Timeline:
 
 
 def fold_function(entity: Entity, resets: dict[str, list[Reset]], redact: bool):
-    """The ``mapInArrow`` function: sorted event batches in, timeline rows out."""
+    """The fold as a function of sorted event batches: timeline rows out."""
     names = ["cluster_id", *entity.key_names, *EVENT_COLUMNS]
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
