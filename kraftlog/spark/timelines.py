@@ -97,8 +97,12 @@ def fold_bucket(root: str, bucket: int, buckets: int, resets: dict[str, list[Res
         rows = _ordered(entity, events, names)
         parts = Parts(root, entity.table, history_schema(entity), f"b{bucket}")
         for folded in _folded(entity, rows, resets, redact):
-            clusters = folded.column("cluster_id")
-            for cluster in pc.unique(clusters).to_pylist():
-                parts.of(cluster).write(_written(entity, folded.filter(pc.equal(clusters, cluster)), run_id))
+            # rows come in key order, cluster first: each cluster's are a slice, not a filter
+            clusters = pc.dictionary_encode(folded.column("cluster_id"))
+            codes = clusters.indices.to_numpy(zero_copy_only=False)
+            starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]]) if len(codes) else codes
+            for lo, hi in zip(starts.tolist(), [*starts[1:].tolist(), len(codes)], strict=True):
+                cluster = clusters.dictionary[codes[lo]].as_py()
+                parts.of(cluster).write(_written(entity, folded.slice(lo, hi - lo), run_id))
         counts[entity.table] = parts.close()
     return counts
