@@ -174,8 +174,7 @@ class Fold:
         self.replicas = np.full(len(kind), _ABSENT, np.int64)
         self.directories = np.full(len(kind), _ABSENT, np.int64)
         current: dict[int, dict] = {}
-        dirs = _Interned()
-        self.dirs = dirs
+        dirs = self.dirs = _Interned()
         bad_keys = set(self.key[bad].tolist())
         for i in np.flatnonzero(self.moves).tolist():
             key = int(self.key[i])
@@ -193,7 +192,7 @@ class Fold:
                 bad[i] = True
                 bad_keys.add(key)
                 continue
-            if not _ints(state["replicas"]):
+            if not _ints(state["replicas"]) or not all(isinstance(d, str) for d in state["directories"]):
                 bad[i] = True
                 bad_keys.add(key)
                 continue
