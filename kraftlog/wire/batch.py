@@ -311,31 +311,15 @@ def _decode_records(batch: Batch, buf: bytes) -> None:
         if attributes > 127:
             attributes -= 256
         pos += 1
-        # one-byte varints (small deltas, short values) read in line; anything else by the readers
-        b = buf[pos] if pos < body_end else 0x80
-        if b < 0x80:
-            ts_delta = (b >> 1) ^ -(b & 1)
-            pos += 1
-        else:
-            ts_delta, pos = read_varlong(buf, pos)
-        b = buf[pos] if pos < body_end else 0x80
-        if b < 0x80:
-            offset_delta = (b >> 1) ^ -(b & 1)
-            pos += 1
-        else:
-            offset_delta, pos = read_varint(buf, pos)
+        ts_delta, pos = read_varlong(buf, pos)
+        offset_delta, pos = read_varint(buf, pos)
         b = buf[pos]
         if b == 1:  # null key: the common case in metadata logs
             key = None
             pos += 1
         else:
             key, pos = _read_blob(buf, pos, body_end, i, "key")
-        b = buf[pos] if pos < body_end else 0x80
-        if b < 0x80 and not b & 1 and pos + 1 + (b >> 1) <= body_end:
-            pos += 1 + (b >> 1)
-            value = buf[pos - (b >> 1) : pos]
-        else:
-            value, pos = _read_blob(buf, pos, body_end, i, "value")
+        value, pos = _read_blob(buf, pos, body_end, i, "value")
         if pos >= body_end:
             raise CorruptRecordError(f"record {i} ends before its header count")
         b = buf[pos]
