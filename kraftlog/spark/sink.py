@@ -60,9 +60,11 @@ class Sink:
         self.pending: list[pa.RecordBatch] = []
         self.pending_rows = 0
         # a table only the job reads back is written fast; a published one, small and with the
-        # statistics that let a query skip row groups
+        # statistics that let a query skip row groups by offset, time or id (min and max of a text
+        # or list column prune little and cost a sixth to a third of the write)
+        stats = [] if staged else [f.name for f in schema if pa.types.is_integer(f.type) or pa.types.is_timestamp(f.type)]
         self.writer = pq.ParquetWriter(self.tmp, schema, filesystem=fs, compression="lz4" if staged else "zstd",
-                                       write_statistics=not staged, **encodings(schema))
+                                       write_statistics=stats or False, **encodings(schema))
 
     def write(self, batch: pa.RecordBatch) -> None:
         if batch.num_rows:
