@@ -67,6 +67,9 @@ DECODED = pa.schema([
     ("crc_valid", pa.bool_()), ("is_control", pa.bool_()), ("offset", pa.int64()), ("timestamp", pa.int64()),
     *_VALUES,
 ])
+#: Staged columns of payload JSON, written plain: mostly distinct, so a dictionary of them only
+#: slows the read back.
+JSON_TEXT = ("payload", "data_json", "data")
 #: The ``records`` table (``cluster_id`` is its partition folder).
 RECORDS = pa.schema([
     *_WHERE, ("offset", pa.int64()), ("batch_position", pa.int64()), ("batch_base_offset", pa.int64()),
@@ -313,7 +316,7 @@ class _Decoded:
 
     def __init__(self, root: str, meta: FileMeta) -> None:
         self.meta = meta
-        self.sink = Sink(root, "decoded", DECODED, str(meta.file_id), staged=True)
+        self.sink = Sink(root, "decoded", DECODED, str(meta.file_id), staged=True, plain=JSON_TEXT)
 
     def add(self, w: Walk, notes: list[Note], keep: np.ndarray | None = None) -> None:
         _errors(self.meta, w, notes)
@@ -354,7 +357,7 @@ def _notes_of(file_id: int, rb: pa.RecordBatch, notes: list[Note]) -> None:
 
 def staged_events(root: str, part: str) -> Parts:
     """A task's staged timeline events, one Parquet file per bucket it reaches."""
-    return Parts(root, EVENTS_TABLE, EVENTS, part, staged=True, column="bucket")
+    return Parts(root, EVENTS_TABLE, EVENTS, part, staged=True, column="bucket", plain=JSON_TEXT)
 
 
 def _stage(events: Parts, rows: list[tuple[int, pa.Table]]) -> None:

@@ -32,12 +32,13 @@ def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
     return pafs.FileSystem.from_uri(uri.replace(parsed.scheme + "://", scheme + "://", 1))
 
 
-def encodings(schema: pa.Schema) -> dict:
+def encodings(schema: pa.Schema, plain: tuple[str, ...] = ()) -> dict:
     """Parquet encodings by column type: offsets, positions and times (64-bit, mostly rising) as
-    deltas; other columns in dictionaries. Half the write time of dictionaries everywhere (where
-    every offset is distinct, building one is wasted), and a fifth of the bytes."""
+    deltas; other columns in dictionaries, but those ``plain`` names. Half the write time of
+    dictionaries everywhere (where every offset is distinct, building one is wasted), and a fifth of
+    the bytes."""
     deltas = [f.name for f in schema if pa.types.is_int64(f.type) or pa.types.is_timestamp(f.type)]
-    return {"use_dictionary": [f.name for f in schema if f.name not in deltas],
+    return {"use_dictionary": [f.name for f in schema if f.name not in deltas and f.name not in plain],
             "column_encoding": dict.fromkeys(deltas, "DELTA_BINARY_PACKED")}
 
 
@@ -49,7 +50,7 @@ class Sink:
     """Streams Arrow batches of one schema into one Parquet file of a staging table."""
 
     def __init__(self, root: str, table: str, schema: pa.Schema, part: str, value: object = None,
-                 staged: bool = False, column: str = "cluster_id") -> None:
+                 staged: bool = False, column: str = "cluster_id", plain: tuple[str, ...] = ()) -> None:
         fs, base = filesystem(root)
         folder = f"{base}/{table}" + (f"/{column}={partition_value(str(value))}" if value is not None else "")
         fs.create_dir(folder, recursive=True)
@@ -64,7 +65,7 @@ class Sink:
         # or list column prune little and cost a sixth to a third of the write)
         stats = [] if staged else [f.name for f in schema if pa.types.is_integer(f.type) or pa.types.is_timestamp(f.type)]
         self.writer = pq.ParquetWriter(self.tmp, schema, filesystem=fs, compression="lz4" if staged else "zstd",
-                                       write_statistics=stats or False, **encodings(schema))
+                                       write_statistics=stats or False, **encodings(schema, plain))
 
     def write(self, batch: pa.RecordBatch) -> None:
         if batch.num_rows:
@@ -91,14 +92,15 @@ class Parts:
     from many input files (a fleet's snapshots are thousands of small files) or go to many buckets."""
 
     def __init__(self, root: str, table: str, schema: pa.Schema, part: str, staged: bool = False,
-                 column: str = "cluster_id") -> None:
+                 column: str = "cluster_id", plain: tuple[str, ...] = ()) -> None:
         self.root, self.table, self.schema, self.part = root, table, schema, part
-        self.staged, self.column = staged, column
+        self.staged, self.column, self.plain = staged, column, plain
         self.sinks: dict[object, Sink] = {}
 
     def of(self, value: object) -> Sink:
         if value not in self.sinks:
-            self.sinks[value] = Sink(self.root, self.table, self.schema, self.part, value, self.staged, self.column)
+            self.sinks[value] = Sink(self.root, self.table, self.schema, self.part, value, self.staged, self.column,
+                                     self.plain)
         return self.sinks[value]
 
     def close(self) -> int:
