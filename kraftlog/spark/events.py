@@ -84,7 +84,11 @@ def _rows(entity: Entity, cluster_id: str, src: pa.Table, keys: dict[str, pa.Arr
     if route is None:
         return [(b, table) for b in range(buckets)]
     at = _buckets(cluster_id, route, buckets)
-    return [(int(b), table.filter(pa.array(at == b))) for b in np.unique(at)]
+    order = np.argsort(at, kind="stable")  # one take, then a slice per bucket
+    table, at = table.take(pa.array(order)), at[order]
+    starts = np.flatnonzero(np.r_[True, at[1:] != at[:-1]])
+    return [(int(at[lo]), table.slice(lo, hi - lo)) for lo, hi in zip(starts.tolist(), [*starts[1:].tolist(), len(at)],
+                                                                        strict=True)]
 
 
 def _route(entity: Entity, keys: dict[str, pa.Array]) -> pa.Array:
