@@ -17,10 +17,11 @@ LOOPBACK = {
     "spark.driver.host": "127.0.0.1",
     "spark.driver.bindAddress": "127.0.0.1",
     "spark.ui.showConsoleProgress": "false",
-    # the driver JVM plans a few jobs and collects notes (the Python tasks do the work): its
-    # quick compiler alone starts it about 2 s sooner
-    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
 }
+
+#: Also only for our own sessions: the driver JVM plans a few jobs and collects notes (the Python
+#: tasks do the work), and with its quick compiler alone it starts about 2 s sooner.
+QUICK_JVM = {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"}
 
 #: SQL settings (the only kind a running session takes). One row of the decode stage is a whole
 #: segment file, so Arrow batches are bounded in bytes; the folds want large batches of small rows;
@@ -61,7 +62,7 @@ def session(master: str | None = None, app_name: str = "kraftlog", extra: dict[s
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = builder.master(master or "local[*]")
-    for key, value in {**LOOPBACK, **TUNING, **(extra or {})}.items():
+    for key, value in {**LOOPBACK, **QUICK_JVM, **TUNING, **(extra or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")

@@ -11,7 +11,6 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from kraftlog.spark import entities
-from kraftlog.spark.fold import Entity
 from kraftlog.spark.timelines import history_schema
 
 POINTS_SCHEMA = StructType([
@@ -45,7 +44,7 @@ def schema(name: str) -> StructType:
 
 def views(histories: dict[str, DataFrame], at: DataFrame) -> dict[str, DataFrame]:
     """Every view at the points ``at``, from the timeline tables (by name)."""
-    out = {name: view(histories[e.table], e, at) for name, e in VIEWS.items()}
+    out = {name: view(histories[e.table], name, at) for name, e in VIEWS.items()}
     counts = out["state_partitions"].groupBy("cluster_id", "at_offset", "topic_id").count() \
         .withColumnRenamed("count", "partitions")
     out["state_topics"] = out["state_topics"].join(counts, ["cluster_id", "at_offset", "topic_id"], "left") \
@@ -53,10 +52,10 @@ def views(histories: dict[str, DataFrame], at: DataFrame) -> dict[str, DataFrame
     return out
 
 
-def view(history: DataFrame, entity: Entity, at: DataFrame) -> DataFrame:
-    """``entity``'s states at each point: valid_from_offset <= at_offset < valid_to_offset."""
+def view(history: DataFrame, name: str, at: DataFrame) -> DataFrame:
+    """View ``name``: its timeline's states at each point, valid_from_offset <= at_offset <
+    valid_to_offset (``state_topics`` without its partition counts)."""
     p = F.broadcast(at.withColumnRenamed("cluster_id", "p_cluster"))
     holds = (history.cluster_id == p.p_cluster) & (history.valid_from_offset <= p.at_offset) \
         & (history.valid_to_offset.isNull() | (history.valid_to_offset > p.at_offset))
-    names = schema(next(n for n, e in VIEWS.items() if e is entity)).names
-    return history.join(p, holds).select(*(n for n in names if n != "partitions"))
+    return history.join(p, holds).select(*(n for n in schema(name).names if n != "partitions"))
