@@ -253,11 +253,18 @@ def _fast_records(buf: bytes, w: Walk, slow: _Records, limits: Limits, wanted: n
     hit = np.flatnonzero(entry >= 0)
     rows = entry[hit]
     d = np.asarray(deltas, np.int64).reshape(-1, 2)[rows]
-    log_append = (h["attributes"][hit] & TIMESTAMP_TYPE_BIT) != 0
     w.rec_batch = hit
-    w.rec_offset = h["baseOffset"][hit] + d[:, 0]
-    w.rec_timestamp = np.where(log_append, h["maxTimestamp"][hit], h["baseTimestamp"][hit] + d[:, 1])
+    w.rec_offset, w.rec_timestamp = _absolute(h, hit, d[:, 0], d[:, 1])
     w.rec_kv = np.asarray(payload_kv, np.int64)[rows]
+
+
+def _absolute(h: dict[str, np.ndarray], batch: np.ndarray, offset_delta: np.ndarray, timestamp_delta: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """Records' offsets and timestamps from their deltas and their batches' headers (a batch with
+    LogAppendTime gives every record its max timestamp)."""
+    log_append = (h["attributes"][batch] & TIMESTAMP_TYPE_BIT) != 0
+    return (h["baseOffset"][batch] + offset_delta,
+            np.where(log_append, h["maxTimestamp"][batch], h["baseTimestamp"][batch] + timestamp_delta))
 
 
 def _bodies(buf: bytes, pos: int, end: int, count: int, starts: list[int], ends: list[int]) -> bool:
@@ -322,10 +329,10 @@ def _plain_records(buf: bytes, u8: np.ndarray, w: Walk, batches: np.ndarray, slo
     read[batch[~ok]] = False
     keep = read[batch]
     batch, ts_delta, offset_delta, at, length = batch[keep], ts_delta[keep], offset_delta[keep], at[keep], length[keep]
-    log_append = (h["attributes"][batch] & TIMESTAMP_TYPE_BIT) != 0
+    offsets, timestamps = _absolute(h, batch, offset_delta, ts_delta)
     slow.batch += batch.tolist()
-    slow.offset += (h["baseOffset"][batch] + offset_delta).tolist()
-    slow.timestamp += np.where(log_append, h["maxTimestamp"][batch], h["baseTimestamp"][batch] + ts_delta).tolist()
+    slow.offset += offsets.tolist()
+    slow.timestamp += timestamps.tolist()
     slow.kv += slow.intern((None, buf[a:z]) for a, z in zip(at.tolist(), (at + length).tolist(), strict=True))
     return read
 
