@@ -451,11 +451,11 @@ def finish_records(meta: FileMeta, root: str, run_id: str, want: list[tuple[int,
             & overlaps(offset, offset, ranges)
         eff = pc.if_else(pa.array(committed), end, rb.column("offset")).filter(pa.array(replayed))
         eff_ts = pc.if_else(pa.array(committed), end_ts, rb.column("timestamp")).filter(pa.array(replayed))
-        log = rb.select(_SOURCED).filter(pa.array(replayed))
+        sourced = rb.select(_SOURCED)
+        log = sourced.filter(pa.array(replayed))
         _stage(events, routed(meta.cluster_id, _source(log, eff, log.column("offset"), pa.repeat(
             pa.scalar(0, pa.int64()), log.num_rows), eff_ts), buckets, names))
-        raft = rb.select(_SOURCED).filter(
-            pa.array(control & pc.is_null(rb.column("error")).to_numpy(zero_copy_only=False)))
+        raft = sourced.filter(pa.array(control & pc.is_null(rb.column("error")).to_numpy(zero_copy_only=False)))
         _stage(events, controller_rows(meta.cluster_id, _source(
             raft, raft.column("offset"), raft.column("offset"), pa.repeat(pa.scalar(0, pa.int64()), raft.num_rows),
             raft.column("timestamp")), buckets))

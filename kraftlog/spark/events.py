@@ -86,9 +86,13 @@ def _rows(entity: Entity, cluster_id: str, src: pa.Table, keys: dict[str, pa.Arr
     at = _buckets(cluster_id, route, buckets)
     order = np.argsort(at, kind="stable")  # one take, then a slice per bucket
     table, at = table.take(pa.array(order)), at[order]
-    starts = np.flatnonzero(np.r_[True, at[1:] != at[:-1]])
-    return [(int(at[lo]), table.slice(lo, hi - lo)) for lo, hi in zip(starts.tolist(), [*starts[1:].tolist(), len(at)],
-                                                                        strict=True)]
+    return [(int(at[lo]), table.slice(lo, hi - lo)) for lo, hi in runs(at)]
+
+
+def runs(values: np.ndarray) -> list[tuple[int, int]]:
+    """[start, end) of each run of equal neighbouring values."""
+    starts = np.flatnonzero(np.r_[True, values[1:] != values[:-1]]).tolist() if len(values) else []
+    return list(zip(starts, [*starts[1:], len(values)], strict=True))
 
 
 def _route(entity: Entity, keys: dict[str, pa.Array]) -> pa.Array:

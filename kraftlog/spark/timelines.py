@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 
 from kraftlog.schema.entity import CONFIG_RESOURCE_TYPES
 from kraftlog.spark import entities as E
-from kraftlog.spark.events import EVENTS, EVENTS_TABLE, bucket_of, epoch_starts, expand
+from kraftlog.spark.events import EVENTS, EVENTS_TABLE, bucket_of, epoch_starts, expand, runs
 from kraftlog.spark.fold import EVENT_COLUMNS, Entity, fold_function
 from kraftlog.spark.partition_fold import Fold
 from kraftlog.spark.plan import Reset
@@ -100,8 +100,7 @@ def fold_bucket(root: str, bucket: int, buckets: int, resets: dict[str, list[Res
             # rows come in key order, cluster first: each cluster's are a slice, not a filter
             clusters = pc.dictionary_encode(folded.column("cluster_id"))
             codes = clusters.indices.to_numpy(zero_copy_only=False)
-            starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]]) if len(codes) else codes
-            for lo, hi in zip(starts.tolist(), [*starts[1:].tolist(), len(codes)], strict=True):
+            for lo, hi in runs(codes):
                 cluster = clusters.dictionary[codes[lo]].as_py()
                 parts.of(cluster).write(_written(entity, folded.slice(lo, hi - lo), run_id))
         counts[entity.table] = parts.close()
