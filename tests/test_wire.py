@@ -2,6 +2,7 @@
 
 import struct
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -22,6 +23,7 @@ from kraftlog.wire.batch import (
     increment_sequence,
     reencode_batch,
 )
+from kraftlog.wire.crc import crc32c, crc32c_rows
 from kraftlog.wire.errors import CorruptRecordError
 from kraftlog.wire.varint import (
     read_uvarint,
@@ -200,3 +202,28 @@ def test_record_length_overrun_is_reported():
 def test_sequence_wraps_like_kafka():
     assert increment_sequence(5, 3) == 8
     assert increment_sequence(2**31 - 2, 3) == 1
+
+
+def _rows_like_a_run(rng: np.random.Generator, n: int, m: int, varying: int) -> np.ndarray:
+    rows = np.tile(rng.integers(0, 256, m, dtype=np.uint8), (n, 1))
+    for column in rng.choice(m, varying, replace=False):
+        rows[:, column] = rng.integers(0, 256, n)
+    return rows
+
+
+@pytest.mark.parametrize(("n", "m", "varying"), [(1, 1, 0), (1, 40, 0), (2, 1, 1), (64, 39, 4), (3000, 49, 9),
+                                                  (50, 300, 48), (50, 300, 49), (20, 2000, 300)])
+def test_crc32c_rows_is_crc32c_of_each_row(n, m, varying):
+    rows = _rows_like_a_run(np.random.default_rng(n * m + varying), n, m, varying)
+    assert crc32c_rows(rows).tolist() == [crc32c(r.tobytes()) for r in rows]
+
+
+def test_crc32c_rows_reads_rows_in_place():
+    """Rows as a strided view of a buffer (batches of one size, their CRC'd bytes), not copied."""
+    rng = np.random.default_rng(7)
+    step, start, n = 70, 21, 200
+    buf = np.tile(rng.integers(0, 256, step, dtype=np.uint8), n)
+    buf[rng.integers(0, buf.size, 300)] = rng.integers(0, 256, 300)
+    rows = np.ndarray((n, step - start), np.uint8, buf, start, (step, 1))
+    assert crc32c_rows(rows).tolist() == [crc32c(buf[i * step + start : (i + 1) * step].tobytes()) for i in range(n)]
+    assert crc32c_rows(rows[:0]).tolist() == []

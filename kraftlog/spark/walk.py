@@ -31,13 +31,14 @@ from kraftlog.wire.batch import (
     BatchHeader,
     decode_batch_at,
 )
-from kraftlog.wire.crc import crc32c
+from kraftlog.wire.crc import crc32c, crc32c_rows
 
 _MIN_LENGTH = HEADER_SIZE - LOG_OVERHEAD
 _SMALL = 64  # a one-record batch with a payload this small is remembered (a NoOp's is 8 bytes)
 _MEMO_MAX_ENTRIES = 4096
 _AT = re.compile(r"^batch at (\d+)")
-_SAME, _AHEAD, _AHEAD_MAX = 3, 64, 8192  # batches of one size before looking ahead; how far, at most
+_SAME, _AHEAD, _AHEAD_MAX = 3, 1024, 8192  # batches of one size before looking ahead; how far, at most
+_ROWS_MAX = 1024  # a run of batches up to this size has its CRCs taken as rows (at most 8 MiB of them)
 
 
 def _layout() -> list[tuple[str, int, np.dtype]]:
@@ -140,9 +141,13 @@ def _fast_batches(buf: bytes, pos: int, limits: Limits, most: int) -> tuple[np.n
         if same >= _SAME:
             step = end - pos
             run = _same_size(u8, pos, length, min((size - pos) // step, most - count, ahead))
-            data = buf if step < 4096 else mv
             runs.append((np.asarray(starts, np.int64), np.asarray(crcs, np.uint32)))
-            runs.append((run, np.asarray([crc32c(data[p + CRC_START : p + step]) for p in run.tolist()], np.uint32)))
+            if step <= _ROWS_MAX:  # each run's CRCs at once, from its bytes as rows read in place
+                checked = crc32c_rows(np.ndarray((run.size, step - CRC_START), np.uint8, u8, pos + CRC_START,
+                                                 (step, 1)))
+            else:
+                checked = np.asarray([crc32c(mv[p + CRC_START : p + step]) for p in run.tolist()], np.uint32)
+            runs.append((run, checked))
             starts, crcs = [], []
             ahead = min(ahead * 2, _AHEAD_MAX) if run.size == ahead else _AHEAD
             count += run.size
