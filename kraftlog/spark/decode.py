@@ -19,14 +19,13 @@ from typing import NamedTuple
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from kraftlog.files.reader import Limits
 from kraftlog.schema import decode_control, decode_metadata, entity_of, redact
 from kraftlog.schema.render import b64
 from kraftlog.spark.entities import REPLAYED_TYPES
 from kraftlog.spark.events import EVENTS, EVENTS_TABLE, SOURCE, controller_rows, routed
-from kraftlog.spark.sink import Parts, Sink, filesystem
+from kraftlog.spark.sink import Parts, Sink, read_staged
 from kraftlog.spark.transactions import COMMITTED
 from kraftlog.spark.walk import Walk, overlaps, walk
 from kraftlog.state.image import ABORT, BEGIN, END
@@ -67,9 +66,6 @@ DECODED = pa.schema([
     ("crc_valid", pa.bool_()), ("is_control", pa.bool_()), ("offset", pa.int64()), ("timestamp", pa.int64()),
     *_VALUES,
 ])
-#: Staged columns of payload JSON, written plain: mostly distinct, so a dictionary of them only
-#: slows the read back.
-JSON_TEXT = ("payload", "data_json", "data")
 #: The ``records`` table (``cluster_id`` is its partition folder).
 RECORDS = pa.schema([
     *_WHERE, ("offset", pa.int64()), ("batch_position", pa.int64()), ("batch_base_offset", pa.int64()),
@@ -316,7 +312,7 @@ class _Decoded:
 
     def __init__(self, root: str, meta: FileMeta) -> None:
         self.meta = meta
-        self.sink = Sink(root, "decoded", DECODED, str(meta.file_id), staged=True, plain=JSON_TEXT)
+        self.sink = Sink(root, "decoded", DECODED, str(meta.file_id), staged=True)
 
     def add(self, w: Walk, notes: list[Note], keep: np.ndarray | None = None) -> None:
         _errors(self.meta, w, notes)
@@ -357,7 +353,7 @@ def _notes_of(file_id: int, rb: pa.RecordBatch, notes: list[Note]) -> None:
 
 def staged_events(root: str, part: str) -> Parts:
     """A task's staged timeline events, one Parquet file per bucket it reaches."""
-    return Parts(root, EVENTS_TABLE, EVENTS, part, staged=True, column="bucket", plain=JSON_TEXT)
+    return Parts(root, EVENTS_TABLE, EVENTS, part, staged=True, column="bucket")
 
 
 def _stage(events: Parts, rows: list[tuple[int, pa.Table]]) -> None:
@@ -415,8 +411,7 @@ def finish_records(meta: FileMeta, root: str, run_id: str, want: list[tuple[int,
     (``txns``: begin, end, end timestamp, state); the timelines' events of those in the replayable
     ``ranges`` (into ``events``, see ``staged_events``); notes of where leader epochs start and of
     the first record later than each time."""
-    fs, base = filesystem(root)
-    staged = pq.read_table(f"{base}/decoded/part-{meta.file_id}.parquet", filesystem=fs)
+    staged = read_staged(root, f"decoded/part-{meta.file_id}", DECODED)
     offsets = staged.column("offset").to_numpy()
     supplied = overlaps(offsets, offsets, want)
     if not supplied.all():
