@@ -1,14 +1,20 @@
 """The Spark session the job, the benchmark and the tests use.
 
 Started from plain Python, it is a ``local[*]`` session bound to loopback (no UI) whose workers run
-this interpreter, so they import the same kraftlog. Started by ``spark-submit``, the submitter's
-master and network settings win; only the tuning below is added where the user set nothing.
+this interpreter, so they import the same kraftlog, and whose driver JVM maps its classes from an
+archive if ``python -m kraftlog.spark.classes`` wrote one. Started by ``spark-submit``, the
+submitter's master and network settings win; only the tuning below is added where the user set
+nothing.
 """
 
+import hashlib
 import os
+import shutil
 import sys
 import warnings
+from pathlib import Path
 
+import pyspark
 from pyspark.sql import SparkSession
 
 #: Only for sessions we start ourselves: a laptop or CI box must not listen on other interfaces.
@@ -21,7 +27,34 @@ LOOPBACK = {
 
 #: Also only for our own sessions: the driver JVM plans a few jobs and collects notes (the Python
 #: tasks do the work), and with its quick compiler alone it starts about 2 s sooner.
-QUICK_JVM = {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"}
+QUICK_JVM = "-XX:TieredStopAtLevel=1"
+
+
+def class_archive() -> Path | None:
+    """Where the driver's class-data-sharing archive for this pyspark install and this Java is
+    (under ``$XDG_CACHE_HOME/kraftlog``, or ``~/.cache/kraftlog``); None without a java to run."""
+    home = os.environ.get("JAVA_HOME")
+    java = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    if not java or not os.path.exists(java):
+        return None
+    java = os.path.realpath(java)
+    jars = os.path.realpath(os.path.join(os.path.dirname(pyspark.__file__), "jars"))
+    key = "\0".join([pyspark.__version__, java, str(os.stat(java).st_mtime_ns), jars,
+                     str(os.stat(jars).st_mtime_ns if os.path.isdir(jars) else 0)])
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kraftlog"
+    return cache / f"spark-driver-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
+
+
+def driver_options(archive_at_exit: Path | None = None) -> str:
+    """The driver JVM's options for our own sessions: the quick compiler, and the class archive if
+    there is one (checked as it is mapped: a damaged one is ignored, not a crash). With
+    ``archive_at_exit``, no archive is used and one is written there at exit instead."""
+    if archive_at_exit is not None:
+        return f"{QUICK_JVM} -XX:ArchiveClassesAtExit={archive_at_exit} -Xlog:cds=error,cds+dynamic=error"
+    archive = class_archive()
+    if archive is None or not archive.is_file():
+        return QUICK_JVM
+    return f"{QUICK_JVM} -XX:SharedArchiveFile={archive} -XX:+VerifySharedSpaces"
 
 #: SQL settings (the only kind a running session takes). One row of the decode stage is a whole
 #: segment file, so Arrow batches are bounded in bytes; the folds want large batches of small rows;
@@ -62,7 +95,8 @@ def session(master: str | None = None, app_name: str = "kraftlog", extra: dict[s
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = builder.master(master or "local[*]")
-    for key, value in {**LOOPBACK, **QUICK_JVM, **TUNING, **(extra or {})}.items():
+    jvm = {"spark.driver.extraJavaOptions": driver_options()}
+    for key, value in {**LOOPBACK, **jvm, **TUNING, **(extra or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")

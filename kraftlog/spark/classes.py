@@ -1,0 +1,76 @@
+"""The driver JVM's class-data-sharing archive: write it once, and embedded sessions start faster.
+
+    python -m kraftlog.spark.classes [--archive FILE] [--force]
+
+A Spark driver loads and verifies about ten thousand classes before its first job; Java maps them
+from an archive instead when given one (``-XX:SharedArchiveFile``). This runs the job once on a
+small generated cluster, views included, with the JVM told to archive every class it loaded at
+exit (``-XX:ArchiveClassesAtExit``), and puts the archive where ``session`` looks for it (see
+``session.class_archive``: one per pyspark install and Java). ``scripts/setup.sh`` runs it. Without
+an archive, sessions start as before.
+"""
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from pyspark import SparkContext
+
+from kraftlog.spark.job import Options, run
+from kraftlog.spark.session import class_archive, driver_options, session
+from kraftlog.synth import ClusterSpec, generate
+from kraftlog.synth.versions import parse_path
+
+#: A small cluster that still rolls segments, takes snapshots and writes every record type 4.1 does.
+_CLUSTER = ClusterSpec(name="classes", seed="kraftlog-classes", metadata_versions=tuple(parse_path("4.1")),
+                       start_ms=1_735_689_600_000, duration_ms=20 * 60_000, events_per_hour=120,
+                       max_records_per_batch=8, segment_bytes=64 << 10, snapshot_bytes=56 << 10,
+                       snapshot_interval_ms=5 * 60_000)
+
+
+def write_archive(target: Path) -> None:
+    """Run the job once in this process with a JVM that archives its classes into ``target``
+    when it exits, and wait for that. Needs a process with no Spark session yet."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    with tempfile.TemporaryDirectory(prefix="kraftlog-classes-") as tmp:
+        generate(Path(tmp) / "log", [_CLUSTER])
+        spark = session("local[2]", "kraftlog-classes",
+                        {"spark.driver.extraJavaOptions": driver_options(archive_at_exit=partial)})
+        run(spark, Options(inputs=[f"{tmp}/log"], output=f"{tmp}/out"))
+        jvm = SparkContext._gateway.proc  # spark-submit's exec'd JVM, which exits when its stdin closes
+        spark.stop()
+        jvm.stdin.close()
+        jvm.wait(timeout=300)
+    if not partial.is_file() or partial.stat().st_size == 0:
+        partial.unlink(missing_ok=True)
+        raise RuntimeError(f"the JVM (exit code {jvm.returncode}) wrote no class archive")
+    partial.replace(target)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m kraftlog.spark.classes", description=__doc__.split("\n\n")[0])
+    p.add_argument("--archive", type=Path, help="where to write it (default: where sessions look for it)")
+    p.add_argument("--force", action="store_true", help="write it again even if it exists")
+    args = p.parse_args(argv)
+    target = args.archive or class_archive()
+    if target is None:
+        print("kraftlog.spark.classes: no java found (JAVA_HOME or PATH); nothing written", file=sys.stderr)
+        return 1
+    if target.exists() and not args.force:
+        print(f"kraftlog.spark.classes: {target} exists (--force writes it again)")
+        return 0
+    try:
+        write_archive(target)
+    except Exception as e:
+        print(f"kraftlog.spark.classes: no archive written ({type(e).__name__}: {e}); sessions start without one",
+              file=sys.stderr)
+        return 1
+    print(f"kraftlog.spark.classes: wrote {target} ({target.stat().st_size >> 20} MiB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,103 @@
+"""The driver JVM's class archive: written by ``python -m kraftlog.spark.classes``, used by embedded
+sessions when it is there, ignored (not a crash) when it is damaged."""
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from kraftlog.spark import session as S
+
+pytestmark = pytest.mark.spark
+
+JAVA = shutil.which("java")
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return tmp_path / "cache" / "kraftlog"
+
+
+def test_no_archive_no_archive_option(cache):
+    assert S.class_archive().parent == cache
+    assert S.driver_options() == S.QUICK_JVM
+
+
+def test_an_archive_is_mapped_and_checked(cache):
+    archive = S.class_archive()
+    archive.parent.mkdir(parents=True)
+    archive.write_bytes(b"x")
+    assert S.driver_options() == f"{S.QUICK_JVM} -XX:SharedArchiveFile={archive} -XX:+VerifySharedSpaces"
+
+
+def test_writing_one_uses_none(cache, tmp_path):
+    archive = S.class_archive()
+    archive.parent.mkdir(parents=True)
+    archive.write_bytes(b"x")
+    options = S.driver_options(archive_at_exit=tmp_path / "new.jsa")
+    assert f"-XX:ArchiveClassesAtExit={tmp_path / 'new.jsa'}" in options
+    assert "SharedArchiveFile" not in options
+
+
+def test_one_archive_per_java(cache, tmp_path, monkeypatch):
+    found = S.class_archive()
+    for home in ("a", "b"):
+        (tmp_path / home / "bin").mkdir(parents=True)
+        (tmp_path / home / "bin" / "java").write_text("")
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "a"))
+    a = S.class_archive()
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "b"))
+    assert len({found, a, S.class_archive()}) == 3
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "none"))
+    assert S.class_archive() is None
+
+
+def _java_starts() -> str:
+    run = subprocess.run([JAVA, *shlex.split(S.driver_options()), "-version"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    return run.stdout + run.stderr
+
+
+@pytest.mark.skipif(JAVA is None, reason="no java on PATH")
+def test_an_archive_that_is_none_is_ignored(cache):
+    archive = S.class_archive()
+    archive.parent.mkdir(parents=True)
+    archive.write_bytes(os.urandom(1 << 16))
+    _java_starts()
+
+
+@pytest.mark.skipif(JAVA is None, reason="no java on PATH")
+def test_the_written_archive_starts_a_session(cache):
+    """The archive the module writes is one the driver can map: with ``-Xshare:on`` the JVM would
+    refuse to start otherwise."""
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+    written = subprocess.run([sys.executable, "-m", "kraftlog.spark.classes"], capture_output=True, text=True,
+                             env=env, timeout=600)
+    archive = S.class_archive()
+    assert written.returncode == 0, written.stderr[-2000:]
+    assert f"wrote {archive}" in written.stdout
+    assert archive.stat().st_size > 1 << 20
+    again = subprocess.run([sys.executable, "-m", "kraftlog.spark.classes"], capture_output=True, text=True, env=env)
+    assert again.returncode == 0 and "exists" in again.stdout
+    check = textwrap.dedent(f"""
+        from kraftlog.spark.session import driver_options, session
+        spark = session("local[1]", "t", {{"spark.driver.extraJavaOptions": driver_options() + " -Xshare:on"}})
+        assert "{archive}" in spark.sparkContext.getConf().get("spark.driver.extraJavaOptions")
+        print(spark.sparkContext.parallelize(range(10), 2).sum())
+    """)
+    used = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, env=env, timeout=300)
+    assert used.returncode == 0, used.stderr[-2000:]
+    assert used.stdout.split()[-1] == "45"
+    # one flipped byte inside: without the check as it is mapped, the JVM crashes
+    archive.chmod(0o600)
+    with archive.open("r+b") as f:
+        f.seek(archive.stat().st_size // 2)
+        byte = f.read(1)
+        f.seek(-1, 1)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    assert "Unable to use shared archive" in _java_starts()
