@@ -11,10 +11,12 @@ import hashlib
 import os
 import shutil
 import sys
+import threading
 import warnings
 from pathlib import Path
 
 import pyspark
+from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 #: Only for sessions we start ourselves: a laptop or CI box must not listen on other interfaces.
@@ -94,10 +96,30 @@ def session(master: str | None = None, app_name: str = "kraftlog", extra: dict[s
         return spark
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = builder.master(master or "local[*]")
-    jvm = {"spark.driver.extraJavaOptions": driver_options()}
-    for key, value in {**LOOPBACK, **jvm, **TUNING, **(extra or {})}.items():
+    settings = {**LOOPBACK, "spark.driver.extraJavaOptions": driver_options(), **TUNING, **(extra or {})}
+    context = SparkContext.getOrCreate(SparkConf().setMaster(master or "local[*]").setAppName(app_name)
+                                       .setAll(list(settings.items())))
+    context.setLogLevel("WARN")
+    # the SQL session takes a second or so to set up on the driver, and the Python workers as long
+    # to start on the first job: one overlaps the other
+    warm = threading.Thread(target=_start_workers, args=(context,), daemon=True)
+    warm.start()
+    for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
+    warm.join()
     return spark
+
+
+def _start_workers(context: SparkContext) -> None:
+    """One task per core, so each core's Python worker is up with the passes' modules imported."""
+    slots = context.defaultParallelism
+    context.parallelize(range(slots), slots).foreachPartition(_import_passes)
+
+
+def _import_passes(_) -> None:
+    import pyarrow as pa
+
+    import kraftlog.spark.passes  # noqa: F401
+
+    pa.array([0])  # pyarrow's first conversion of Python values imports pandas
