@@ -201,6 +201,20 @@ def test_fold_resets_at_a_gap_and_a_seed():
     assert p1[-1]["valid_from_ms"] == 5000
 
 
+def test_what_a_seed_does_not_hold_is_not_the_seeds():
+    """A partition created after a seed (its topic and itself in one transaction, so at one
+    effective offset) is created then, at its own time; one the seed drops ends at the seed."""
+    seed = Snapshot(31, 9, 5000)
+    created = [(50, 48, "TOPIC_RECORD", {"name": "orders", "topicId": TOPIC}), (50, 49, *_partition(0))]
+    rows = _fold(created, [Reset(30, SEED, seed)])
+    assert [(r["valid_from_offset"], r["valid_from_ms"], r["change"], r["change_records"]) for r in rows] == [
+        (50, 1050, "created", ["TOPIC_RECORD", "PARTITION_RECORD"])]
+    dropped = EVENTS[:3] + [(30, 30, "TOPIC_RECORD", {"name": "orders", "topicId": TOPIC}), (30, 30, *_partition(1))]
+    p0 = [r for r in _fold(dropped, [Reset(30, SEED, seed)]) if r["partition_id"] == 0]
+    assert [(r["valid_from_offset"], r["valid_to_offset"], r["valid_to_ms"], r["ended_by"]) for r in p0] == [
+        (2, 30, 5000, "SNAPSHOT")]
+
+
 def test_config_values_named_as_secrets_are_redacted_but_still_change():
     shown = entities.CONFIG.shown
     assert shown((4, "1", "sasl.jaas.config"), ("a",)) == ("[redacted]",)

@@ -97,6 +97,8 @@ class _Timeline:
         if self.at is not None and eff != self.at:
             self.settle()
         self.reset_until(eff)
+        if self.at is not None and eff != self.at:  # a seed before ``eff`` with no events of this entity
+            self.settle()
         self.image.apply(Replayed(record_type, json.loads(data)), offset, ms, epoch)
         self.at, self.change_offset = eff, offset
         if not self.seeded:  # a snapshot's records take the snapshot's time
