@@ -2,6 +2,7 @@
 nodes of which one keeps an uncommitted tail, a fleet of three clusters): one run, then the views
 against the local replay at checkpoints, inside and after transactions and at a time."""
 
+import shutil
 from collections import Counter
 
 import pytest
@@ -142,3 +143,26 @@ def test_tables_a_run_writes_without_a_query_have_the_columns_the_query_gives(jo
     batches = spark.read.parquet(str(out / "batches"))
     queried = copies.divergence(spark, batches, inv, {c.copy_id: 0 for c in inv.copies}, [("c", 0)])
     assert _columns(queried) == _columns(copies.DIVERGENCE) == _columns(spark.read.parquet(str(out / "divergence")))
+
+
+def test_a_log_whose_first_segment_retention_deleted(spark, fixtures, tmp_path):  # noqa: F811
+    """Every cluster of the run starts from a snapshot (as a long-lived cluster's log does): the
+    timelines start there, and the views at every later checkpoint are that checkpoint."""
+    log = tmp_path / "in" / "single-node"
+    shutil.copytree(fixtures / "single-node", log)
+    meta = log / "__cluster_metadata-0"
+    (meta / "00000000000000000000.log").unlink()
+    (meta / "00000000000000001341-0000000005.checkpoint").unlink()  # older than the log that is left
+    out = tmp_path / "out"
+    manifest = run(spark, Options(inputs=[str(log)], output=str(out), every_checkpoint=True))
+    (cluster,) = manifest["clusters"]
+    assert manifest["clusters"][cluster]["seeds"] == [2733]
+    node = find_nodes(log)[0]
+    later = [s for s in node.snapshots if s.offset > 2734]
+    views = Views(out)
+    assert later and all(views.image(cluster, s.offset - 1) == compared(rebuild(node, offset=s.offset - 1).image.to_json())
+                         for s in later)
+    history = table(out, "partition_history")
+    assert min(h["valid_from_offset"] for h in history) == 2733
+    assert {h["change"] for h in history if h["valid_from_offset"] == 2733} == {"snapshot"}
+    assert {h["change"] for h in history if h["valid_from_offset"] > 2733} >= {"changed"}

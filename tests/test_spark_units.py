@@ -4,13 +4,13 @@ offsets, the transaction marker table, and the fold (against a plain ClusterImag
 import json
 from collections import Counter
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kraftlog.spark import entities
+from kraftlog.spark import entities, events
 from kraftlog.spark.copies import FileSummary, _minus, likely_first, suppliers, supplies, wanted
 from kraftlog.spark.discover import Copy, FileEntry, Inventory
-from kraftlog.spark.events import routed
 from kraftlog.spark.fold import EVENT_COLUMNS, fold_function
 from kraftlog.spark.passes import _groups
 from kraftlog.spark.plan import GAP, SEED, Reset, Snapshot, plan
@@ -107,7 +107,7 @@ def test_one_topics_partitions_spread_over_buckets_and_its_records_reach_each():
         "data": [json.dumps(d) for _, _, d in rows], "topic_id": [TOPIC] * 41,
         "topic_name": ["orders"] + [None] * 40, "partition_id": pa.array([p for _, p, _ in rows], pa.int32()),
         "broker_id": pa.nulls(41, pa.int32()), "resource_name": pa.nulls(41, pa.string())})
-    partitions = [(b, t) for b, t in routed("c", src, 4, {}) if t.column("entity")[0].as_py() == "partition_history"]
+    partitions = [(b, t) for b, t in events.routed("c", src, 4, {}) if t.column("entity")[0].as_py() == "partition_history"]
     own = Counter()
     for b, t in partitions:
         own[b] += t.filter(pc.equal(t.column("record_type"), "PARTITION_CHANGE_RECORD")).num_rows
@@ -219,3 +219,8 @@ def test_config_values_named_as_secrets_are_redacted_but_still_change():
     shown = entities.CONFIG.shown
     assert shown((4, "1", "sasl.jaas.config"), ("a",)) == ("[redacted]",)
     assert shown((2, "orders", "retention.ms"), ("1",)) == ("1",)
+
+
+def test_runs_of_nothing_are_none():
+    assert events.runs(np.zeros(0, np.int64)) == []
+    assert events.runs(np.asarray([4, 4, 1, 4])) == [(0, 2), (2, 3), (3, 4)]

@@ -91,7 +91,9 @@ def _rows(entity: Entity, cluster_id: str, src: pa.Table, keys: dict[str, pa.Arr
 
 def runs(values: np.ndarray) -> list[tuple[int, int]]:
     """[start, end) of each run of equal neighbouring values."""
-    starts = np.flatnonzero(np.r_[True, values[1:] != values[:-1]]).tolist() if len(values) else []
+    if not len(values):
+        return []
+    starts = np.flatnonzero(np.r_[True, values[1:] != values[:-1]]).tolist()
     return list(zip(starts, [*starts[1:], len(values)], strict=True))
 
 
