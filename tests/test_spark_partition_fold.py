@@ -4,12 +4,14 @@ partition it takes, and every partition a replay would not take as it is left to
 import json
 import random
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
 from kraftlog.spark import entities
 from kraftlog.spark.fold import EVENT_COLUMNS, fold_function
 from kraftlog.spark.partition_fold import Fold
+from kraftlog.spark.plan import GAP, SEED, Reset, Snapshot
 from kraftlog.state.ids import MIGRATING
 
 NAMES = ["cluster_id", "topic_id", "partition_id", *EVENT_COLUMNS]
@@ -113,10 +115,10 @@ def _replayed(rows: pa.Table, resets=None) -> pa.Table:
     return pa.Table.from_batches(list(out), schema=entities.PARTITION.schema())
 
 
-def _both(rows: pa.Table, replanned: set[str] = frozenset()) -> tuple[pa.Table, pa.Table, Fold]:
-    fold = Fold(entities.PARTITION, rows, set(replanned))
+def _both(rows: pa.Table, resets=None) -> tuple[pa.Table, pa.Table, Fold]:
+    fold = Fold(entities.PARTITION, rows, resets or {})
     columns = pa.Table.from_batches([fold.folded()])
-    return columns, _replayed(fold.left_to_replay()), fold
+    return columns, _replayed(fold.left_to_replay(), resets), fold
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -144,7 +146,7 @@ def test_messy_cases_do_reach_both_folds():
     for seed in range(60):
         rng = random.Random(1000 + seed)
         fold = Fold(entities.PARTITION, _table([r for k in range(rng.randint(1, 4))
-                                                for r in _events(rng, f"t{k}", messy=rng.random() < 0.6)]), set())
+                                                for r in _events(rng, f"t{k}", messy=rng.random() < 0.6)]), {})
         left += int(fold.left.any())
         taken += int(not fold.left.all())
     assert left >= 20 and taken >= 20
@@ -155,12 +157,86 @@ def test_a_refused_change_leaves_its_partition_to_replay():
     rows = _table(_events(rng, "t0", messy=False, partitions=1, length=5)
                   + [("c", "t9", 0, 99, 99, 0, 1099, 1, "PARTITION_CHANGE_RECORD",
                       json.dumps({"partitionId": 0, "topicId": "t9", "isr": [1]}))])
-    fold = Fold(entities.PARTITION, rows, set())
+    fold = Fold(entities.PARTITION, rows, {})
     left = fold.left_to_replay()
     assert left.column("topic_id").to_pylist() == ["t9"]
 
 
-def test_a_cluster_with_snapshot_seeds_or_gaps_is_left_to_replay():
+def _with_resets(rng: random.Random, rows: list[tuple], partitions: int = 3) -> tuple[list[tuple], list[Reset]]:
+    """One topic's rows with resets as a replay plan makes them: gaps, and seeds whose snapshot
+    holds the topic and some of its partitions (now and then exactly as the log left them, so
+    that nothing changes there), at an offset no log record takes."""
+    top = max(r[3] for r in rows) + 5
+    offsets = sorted(rng.sample(range(2, top), rng.randint(1, 3)))
+    gaps = [at for at in offsets if rng.random() < 0.35]
+    seeds = [at for at in offsets if at not in gaps]
+
+    def known(eff: int) -> bool:  # no log record is replayed from a gap to the next seed
+        return not any(g <= eff < min([s for s in seeds if s > g], default=1 << 40) for g in gaps)
+
+    resets, out = [], [r for r in rows if r[3] not in offsets and known(r[3])]
+    for at in offsets:
+        if at in gaps:
+            resets.append(Reset(at, GAP))
+            continue
+        ms = None if rng.random() < 0.1 else 500 + at
+        resets.append(Reset(at, SEED, Snapshot(at + 1, 99, ms)))
+        last = {}  # the partition's PartitionRecord, if nothing changed it since
+        name = None
+        for r in sorted(rows, key=lambda r: r[3]):
+            if r[3] < at and r[8] == "PARTITION_RECORD":
+                last[r[2]] = r[9]
+            elif r[3] < at and r[8] == "PARTITION_CHANGE_RECORD":
+                last.pop(r[2], None)
+            elif r[3] < at and r[8] == "TOPIC_RECORD":
+                name = json.loads(r[9])["name"]
+        topic = rows[0][1]
+        seq = 0
+        out += [("c", topic, q, at, at, seq, ms, 1, "TOPIC_RECORD",
+                 json.dumps({"name": name if name and rng.random() < 0.6 else "seeded", "topicId": topic}))
+                for q in range(partitions)]
+        for q in range(partitions):
+            if rng.random() < 0.25:
+                continue  # the snapshot does not hold it
+            seq += 1
+            same = last.get(q) if rng.random() < 0.6 else None
+            out.append(("c", topic, q, at, at, seq, ms, 1, "PARTITION_RECORD",
+                        same or json.dumps(_partition(rng, topic, q, messy=False))))
+    return out, resets
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_partitions_across_seeds_and_gaps_fold_as_columns_to_the_same_rows(seed):
+    rng = random.Random(2000 + seed)
+    rows, resets = _with_resets(rng, _events(rng, "t0", messy=False))
+    table = _table(rows)
+    columns, rest, fold = _both(table, {"c": resets})
+    assert pa.concat_tables([columns, rest]).sort_by(SORT).equals(_replayed(table, {"c": resets}).sort_by(SORT))
+    assert not fold.left[fold.given].all()
+
+
+def test_seeds_and_gaps_reach_every_kind_of_row():
+    """The generator above is worth running: rows the seeds open, close and leave alone, and gaps."""
+    seen = set()
+    for seed in range(40):
+        rng = random.Random(2000 + seed)
+        rows, resets = _with_resets(rng, _events(rng, "t0", messy=False))
+        out = _replayed(_table(rows), {"c": resets}).to_pylist()
+        seen |= {r["change"] for r in out} | {r["ended_by"] for r in out}
+        seeds = {r.offset for r in resets if r.kind == SEED}
+        seen |= {"kept across a seed" for r in out if any(r["valid_from_offset"] < s < (r["valid_to_offset"] or 1 << 40)
+                                                          for s in seeds)}
+    assert {"snapshot", "gap", "SNAPSHOT", "kept across a seed", "created", "changed"} <= seen
+
+
+@pytest.mark.parametrize("same_offset", [False, True])
+def test_what_a_plan_never_makes_is_left_to_replay(same_offset):
+    """A record at a gap's offset; a gap and a seed at one offset: the replay's order, not a sort's."""
     rows = _table(_events(random.Random(3), "t0", messy=False))
-    fold = Fold(entities.PARTITION, rows, {"c"})
-    assert fold.left.all() and fold.folded().num_rows == 0
+    at = rows.column("eff_offset")[rows.num_rows // 2].as_py()
+    resets = [Reset(at + 100, GAP), Reset(at + 100, SEED, Snapshot(at + 101, 9, 5))] if same_offset else [Reset(at, GAP)]
+    columns, rest, fold = _both(rows, {"c": resets})
+    eff = fold.rows.column("eff_offset").to_numpy()
+    touched = fold.given if same_offset else np.isin(fold.key, fold.key[fold.given & (eff == at)])
+    assert touched.any() and fold.left[touched].all()
+    assert pa.concat_tables([columns, rest]).sort_by(SORT).equals(_replayed(rows, {"c": resets}).sort_by(SORT))

@@ -8,11 +8,16 @@ PartitionRecord. Only replicas and directories depend on the state before in a w
 say; they change at the few PartitionRecords and reassignments, which go through the state
 layer's own ``new_partition`` and ``placement`` one by one.
 
+The replay plan's resets (a snapshot seed, a gap) reach each partition as an event of their own at
+their offset, ahead of the snapshot's records there: they end the partition's lifetime as a topic's
+removal does, a seed's records start the next one, and the rows they open or close read as the
+record-by-record fold writes them ("snapshot", "gap").
+
 A partition whose events a plain replay would not take as they are (a record of a topic or
-partition that does not exist, a malformed or out-of-range field, a ClearElrRecord, a cluster
-with snapshot seeds or gaps) is left to ``fold``'s record-by-record replay, whole: this module
-only takes what it can fold to the same rows, and ``tests/test_spark_partition_fold.py`` holds
-the two side by side.
+partition that does not exist, a malformed or out-of-range field, a ClearElrRecord, a record at a
+gap's offset, two resets at one offset) is left to ``fold``'s record-by-record replay, whole: this
+module only takes what it can fold to the same rows, and ``tests/test_spark_partition_fold.py``
+holds the two side by side.
 """
 
 import json
@@ -21,7 +26,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kraftlog.spark.fold import Entity
+from kraftlog.spark.fold import SNAPSHOT, Entity
+from kraftlog.spark.plan import GAP, SEED, Reset
 from kraftlog.state.problems import ReplayProblem
 from kraftlog.state.topics import (
     LEADER_RECOVERY_STATES,
@@ -31,9 +37,11 @@ from kraftlog.state.topics import (
     placement,
 )
 
-TOPIC, REMOVE, PARTITION, CHANGE = range(4)
+TOPIC, REMOVE, PARTITION, CHANGE, SEEDED, GAPPED = range(6)
 _KINDS = {"TOPIC_RECORD": TOPIC, "REMOVE_TOPIC_RECORD": REMOVE, "PARTITION_RECORD": PARTITION,
           "PARTITION_CHANGE_RECORD": CHANGE}
+#: A reset's event: its record type (what ``change_records`` and ``ended_by`` say) and kind.
+_RESETS = {SEED: (SNAPSHOT, SEEDED), GAP: (GAP, GAPPED)}
 #: List fields replaced when present: (JSON name, its PartitionRecord default when absent).
 _LISTS = (("isr", None), ("addingReplicas", ()), ("removingReplicas", ()), ("eligibleLeaderReplicas", ()),
           ("lastKnownElr", ()))
@@ -128,22 +136,58 @@ def _before(last: np.ndarray, key_start: np.ndarray) -> np.ndarray:
     return out
 
 
+def _key_starts(rows: pa.Table) -> np.ndarray:
+    """Where each partition's rows start (rows sorted by key)."""
+    c = pc.dictionary_encode(rows.column("cluster_id").combine_chunks()).indices.to_numpy()
+    t = pc.dictionary_encode(rows.column("topic_id").combine_chunks()).indices.to_numpy()
+    part = rows.column("partition_id").to_numpy()
+    return np.r_[True, (c[1:] != c[:-1]) | (t[1:] != t[:-1]) | (part[1:] != part[:-1])]
+
+
+def _with_resets(rows: pa.Table, resets: dict[str, list[Reset]]) -> tuple[pa.Table, np.ndarray]:
+    """``rows`` with an event per reset of its cluster in each partition's rows, ahead of the
+    events at its offset; and which rows are the given ones."""
+    starts = np.flatnonzero(_key_starts(rows))
+    clusters = rows.column("cluster_id").take(pa.array(starts)).to_pylist()
+    source, added = [], []
+    for i, cluster in zip(starts.tolist(), clusters, strict=True):
+        for r in resets.get(cluster, []):
+            source.append(i)
+            added.append((r.offset, None if r.snapshot is None else r.snapshot.timestamp, *_RESETS[r.kind]))
+    if not added:
+        return rows, np.ones(rows.num_rows, bool)
+    at = pa.array(source, pa.int64())
+    eff, ms, types, _ = zip(*added, strict=True)
+    schema = rows.schema
+    extra = {name: rows.column(name).take(at) for name in ("cluster_id", "topic_id", "partition_id")}
+    extra |= {"eff_offset": eff, "offset": eff, "seq": [-1] * len(added), "eff_time": ms,
+              "epoch": [None] * len(added), "record_type": types, "data": ["{}"] * len(added)}
+    extra = pa.table({f.name: pa.array(extra[f.name], f.type) if not isinstance(extra[f.name], pa.ChunkedArray)
+                      else extra[f.name] for f in schema}, schema=schema)
+    key = np.cumsum(_key_starts(rows)) - 1
+    n = rows.num_rows
+    order = np.lexsort([np.r_[np.arange(n), np.zeros(len(added), np.int64)],
+                        np.r_[np.ones(n, np.int64), np.zeros(len(added), np.int64)],
+                        np.r_[rows.column("eff_offset").to_numpy(), np.asarray(eff, np.int64)],
+                        np.r_[key, key[source]]])
+    return pa.concat_tables([rows, extra]).take(pa.array(order)), order < n
+
+
 class Fold:
     """The partitions of one bucket's ordered rows: those folded here, and the keys left to ``fold``."""
 
-    def __init__(self, entity: Entity, rows: pa.Table, replanned: set[str]) -> None:
+    def __init__(self, entity: Entity, rows: pa.Table, resets: dict[str, list[Reset]]) -> None:
         self.entity = entity
+        rows, self.given = _with_resets(rows, resets)
         self.rows = rows  # not empty
-        cluster = pc.dictionary_encode(rows.column("cluster_id").combine_chunks())
-        topic = pc.dictionary_encode(rows.column("topic_id").combine_chunks())
-        part = rows.column("partition_id").to_numpy()
-        c, t = cluster.indices.to_numpy(), topic.indices.to_numpy()
-        start = np.r_[True, (c[1:] != c[:-1]) | (t[1:] != t[:-1]) | (part[1:] != part[:-1])]
+        start = _key_starts(rows)
         self.key = np.cumsum(start) - 1
         self.key_start = np.flatnonzero(start)[self.key]
         types = pc.dictionary_encode(rows.column("record_type").combine_chunks())
         kinds = np.asarray([_KINDS.get(x, -1) for x in types.dictionary.to_pylist()], np.int64)
         self.kind = kinds[types.indices.to_numpy()]
+        for name, kind in _RESETS.values():
+            self.kind[~self.given & (pc.equal(rows.column("record_type"), name).to_numpy(zero_copy_only=False))] = kind
         data = pc.dictionary_encode(rows.column("data").combine_chunks())
         self.lists, self.names = _Interned(), _Interned()
         self.values = _Distinct(data.dictionary.to_pylist(), self.lists, self.names)
@@ -151,16 +195,31 @@ class Fold:
         bad = self.kind < 0
         for k, ok in self.values.ok.items():  # a removal's payload is only its topic id
             bad |= (self.kind == k) & ~ok[self.payload]
-        bad |= np.asarray([x in replanned for x in cluster.dictionary.to_pylist()])[c]
+        bad |= self._at_resets(resets)
         bad |= self._out_of_order()
         self._place(bad)
         self.left = np.isin(self.key, self.key[bad])
+
+    def _at_resets(self, resets: dict[str, list[Reset]]) -> np.ndarray:
+        """Events a replay would take in another order than a sort by offset: any at a gap's offset,
+        every one of a cluster with two resets at one offset."""
+        eff = self.rows.column("eff_offset").to_numpy()
+        cluster = self.rows.column("cluster_id")
+        bad = np.zeros(len(eff), bool)
+        for c, rs in resets.items():
+            offsets = [r.offset for r in rs]
+            mine = pc.equal(cluster, c).to_numpy(zero_copy_only=False)
+            if len(set(offsets)) < len(offsets):
+                bad |= mine
+            gaps = np.asarray([r.offset for r in rs if r.kind == GAP], np.int64)
+            bad |= mine & self.given & np.isin(eff, gaps)
+        return bad
 
     def _out_of_order(self) -> np.ndarray:
         """Records a replay would refuse: a partition, or a topic's removal, with no topic; a change
         with no partition."""
         kind, ks = self.kind, self.key_start
-        topic_before = _before(_last((kind == TOPIC) | (kind == REMOVE)), ks)
+        topic_before = _before(_last((kind == TOPIC) | (kind == REMOVE) | (kind >= SEEDED)), ks)
         has_topic = (topic_before >= 0) & (kind[np.maximum(topic_before, 0)] == TOPIC)
         life_before = _before(_last(kind != CHANGE), ks)
         has_partition = (life_before >= 0) & (kind[np.maximum(life_before, 0)] == PARTITION)
@@ -239,9 +298,9 @@ class Fold:
             value = np.where(kind == PARTITION, v.recorded[f][payload], changed)
             state[column] = value[_last((kind == PARTITION) | (is_change & (changed != _ABSENT)))]
         state["directories"] = self.directories[keep][np.maximum(moved, 0)]
-        return self._rows(rows, key, first, alive, state)
+        return self._rows(rows, key, kind, first, alive, state)
 
-    def _rows(self, rows: pa.Table, key: np.ndarray, first: np.ndarray, alive: np.ndarray,
+    def _rows(self, rows: pa.Table, key: np.ndarray, kind: np.ndarray, first: np.ndarray, alive: np.ndarray,
               state: dict[str, np.ndarray]) -> pa.RecordBatch:
         """One row per state: settled after each run of events at one effective offset. ``state``:
         each state column's codes after each event (equal codes, equal values)."""
@@ -268,10 +327,15 @@ class Fold:
         cl = np.maximum(close, 0)
 
         at = ends[opens]
-        ms = rows.column("eff_time").to_numpy()
+        times = rows.column("eff_time")
+        ms, timed = pc.fill_null(times, 0).to_numpy(), times.is_valid().to_numpy(zero_copy_only=False)
         offset = rows.column("offset").to_numpy()
-        types = rows.column("record_type").chunk(0)
-        records = pa.ListArray.from_arrays(pa.array(np.r_[starts, n].astype(np.int32)), types)
+        # a seed's group lists the snapshot, not its records (its event is the group's first)
+        seeded = kind[starts] == SEEDED
+        listed = ~np.repeat(seeded, np.diff(np.r_[starts, n])) | (kind == SEEDED)
+        types = rows.column("record_type").chunk(0).filter(pa.array(listed))
+        records = pa.ListArray.from_arrays(pa.array(np.r_[0, np.cumsum(np.add.reduceat(listed, starts))], pa.int32()),
+                                           types)
 
         def when(values: np.ndarray, mask: np.ndarray) -> pa.Array:
             return pa.array(values, pa.int64(), mask=~mask)
@@ -286,9 +350,10 @@ class Fold:
         take = pa.array(at)
         columns = {
             **{k: rows.column(k).chunk(0).take(take) for k in ("cluster_id", "topic_id", "partition_id")},
-            "valid_from_offset": pa.array(eff[at]), "valid_from_ms": pa.array(ms[at]),
-            "valid_to_offset": when(eff[ends[cl]], closed), "valid_to_ms": when(ms[ends[cl]], closed),
-            "change": pc.if_else(pa.array(created), "created", "changed"), "changed": changed,
+            "valid_from_offset": pa.array(eff[at]), "valid_from_ms": when(ms[at], timed[at]),
+            "valid_to_offset": when(eff[ends[cl]], closed), "valid_to_ms": when(ms[ends[cl]], closed & timed[ends[cl]]),
+            "change": pa.array(np.where(seeded[opens], "snapshot", np.where(created, "created", "changed"))),
+            "changed": changed,
             "change_offset": pa.array(offset[at]), "change_records": records.take(pa.array(opens)),
             "ended_by": ended_by,
         }
@@ -306,8 +371,8 @@ class Fold:
         return pa.RecordBatch.from_arrays([columns[f.name] for f in schema], schema=schema)
 
     def left_to_replay(self) -> pa.Table:
-        """The rows of the keys this fold does not take, for ``fold``."""
-        return self.rows.filter(pa.array(self.left))
+        """The rows of the keys this fold does not take, for ``fold`` (which adds the resets itself)."""
+        return self.rows.filter(pa.array(self.left & self.given))
 
 
 def _changed(bits: np.ndarray, names: list[str]) -> pa.Array:

@@ -72,7 +72,7 @@ def _folded(entity: Entity, rows: pa.Table, resets: dict[str, list[Reset]], reda
     """Timeline rows of ``entity`` from its ordered events: partitions as columns where they can be
     (``partition_fold``), every other timeline record by record."""
     if entity is E.PARTITION and rows.num_rows:
-        columns = Fold(entity, rows, {c for c, r in resets.items() if r})
+        columns = Fold(entity, rows, resets)
         yield columns.folded()
         rows = columns.left_to_replay()
     yield from fold_function(entity, resets, redact)(iter(rows.to_batches()))
