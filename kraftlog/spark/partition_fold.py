@@ -147,6 +147,8 @@ def _key_starts(rows: pa.Table) -> np.ndarray:
 def _with_resets(rows: pa.Table, resets: dict[str, list[Reset]]) -> tuple[pa.Table, np.ndarray]:
     """``rows`` with an event per reset of its cluster in each partition's rows, ahead of the
     events at its offset; and which rows are the given ones."""
+    if not any(resets.values()):
+        return rows, np.ones(rows.num_rows, bool)
     starts = np.flatnonzero(_key_starts(rows))
     clusters = rows.column("cluster_id").take(pa.array(starts)).to_pylist()
     source, added = [], []
@@ -186,8 +188,9 @@ class Fold:
         types = pc.dictionary_encode(rows.column("record_type").combine_chunks())
         kinds = np.asarray([_KINDS.get(x, -1) for x in types.dictionary.to_pylist()], np.int64)
         self.kind = kinds[types.indices.to_numpy()]
-        for name, kind in _RESETS.values():
-            self.kind[~self.given & (pc.equal(rows.column("record_type"), name).to_numpy(zero_copy_only=False))] = kind
+        if not self.given.all():
+            for name, kind in _RESETS.values():
+                self.kind[~self.given & pc.equal(rows.column("record_type"), name).to_numpy(zero_copy_only=False)] = kind
         data = pc.dictionary_encode(rows.column("data").combine_chunks())
         self.lists, self.names = _Interned(), _Interned()
         self.values = _Distinct(data.dictionary.to_pylist(), self.lists, self.names)
@@ -207,6 +210,8 @@ class Fold:
         cluster = self.rows.column("cluster_id")
         bad = np.zeros(len(eff), bool)
         for c, rs in resets.items():
+            if not rs:
+                continue
             offsets = [r.offset for r in rs]
             mine = pc.equal(cluster, c).to_numpy(zero_copy_only=False)
             if len(set(offsets)) < len(offsets):
