@@ -4,7 +4,7 @@
 
 A Spark driver loads and verifies about ten thousand classes before its first job; Java maps them
 from an archive instead when given one (``-XX:SharedArchiveFile``). This runs the job once on a
-small generated cluster, views included, with the JVM told to archive every class it loaded at
+small generated cluster with the JVM told to archive every class it loaded at
 exit (``-XX:ArchiveClassesAtExit``), and puts the archive where ``session`` looks for it (see
 ``session.class_archive``: one per pyspark install and Java). ``scripts/setup.sh`` runs it. Without
 an archive, sessions start as before.
