@@ -7,6 +7,7 @@ from collections import Counter
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pytest
 
 from kraftlog.spark import entities, events
 from kraftlog.spark.copies import FileSummary, _minus, likely_first, suppliers, supplies, wanted
@@ -15,6 +16,7 @@ from kraftlog.spark.fold import EVENT_COLUMNS, fold_function
 from kraftlog.spark.passes import _groups
 from kraftlog.spark.plan import GAP, SEED, Reset, Snapshot, plan
 from kraftlog.spark.replayed import Replayed
+from kraftlog.spark.sink import Sink, read_staged, read_staged_folder
 from kraftlog.spark.transactions import Marker, transactions
 from kraftlog.state.image import ClusterImage
 
@@ -224,3 +226,17 @@ def test_config_values_named_as_secrets_are_redacted_but_still_change():
 def test_runs_of_nothing_are_none():
     assert events.runs(np.zeros(0, np.int64)) == []
     assert events.runs(np.asarray([4, 4, 1, 4])) == [(0, 2), (2, 3), (3, 4)]
+
+
+def test_staged_parts_read_back_and_a_missing_one_is_an_error(tmp_path):
+    schema = pa.schema([("offset", pa.int64()), ("data", pa.string())])
+    root = str(tmp_path)
+    for part, rows in (("a", [1, 2]), ("b", [3])):
+        sink = Sink(root, "t", schema, part, 7, staged=True, column="bucket")
+        sink.write(pa.record_batch([pa.array(rows), pa.array([str(r) for r in rows])], schema=schema))
+        assert sink.close() == len(rows)
+    assert read_staged(root, "t/bucket=7/part-a").column("offset").to_pylist() == [1, 2]
+    assert read_staged_folder(root, "t/bucket=7", schema).column("offset").to_pylist() == [1, 2, 3]
+    assert read_staged_folder(root, "t/bucket=8", schema).num_rows == 0
+    with pytest.raises(FileNotFoundError):
+        read_staged(root, "t/bucket=7/part-c")

@@ -352,7 +352,7 @@ def _notes_of(file_id: int, rb: pa.RecordBatch, notes: list[Note]) -> None:
 
 
 def staged_events(root: str, part: str) -> Parts:
-    """A task's staged timeline events, one Parquet file per bucket it reaches."""
+    """A task's staged timeline events, one file per bucket it reaches."""
     return Parts(root, EVENTS_TABLE, EVENTS, part, staged=True, column="bucket")
 
 
@@ -411,7 +411,7 @@ def finish_records(meta: FileMeta, root: str, run_id: str, want: list[tuple[int,
     (``txns``: begin, end, end timestamp, state); the timelines' events of those in the replayable
     ``ranges`` (into ``events``, see ``staged_events``); notes of where leader epochs start and of
     the first record later than each time."""
-    staged = read_staged(root, f"decoded/part-{meta.file_id}", DECODED)
+    staged = read_staged(root, f"decoded/part-{meta.file_id}")
     offsets = staged.column("offset").to_numpy()
     supplied = overlaps(offsets, offsets, want)
     if not supplied.all():

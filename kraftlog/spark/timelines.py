@@ -14,7 +14,7 @@ from kraftlog.spark.events import EVENTS, EVENTS_TABLE, bucket_of, epoch_starts,
 from kraftlog.spark.fold import EVENT_COLUMNS, Entity, fold_function
 from kraftlog.spark.partition_fold import Fold
 from kraftlog.spark.plan import Reset
-from kraftlog.spark.sink import Parts, read_staged
+from kraftlog.spark.sink import Parts, read_staged_folder
 
 _MS = pa.timestamp("ms", tz="UTC")
 #: Columns a timeline row has after its key, before its state.
@@ -83,7 +83,7 @@ def fold_bucket(root: str, bucket: int, buckets: int, resets: dict[str, list[Res
                 run_id: str) -> dict[str, int]:
     """Every timeline of one bucket written; returns rows written per table. ``epochs``: each
     cluster's leader epochs (epoch, first offset, its ms)."""
-    events = read_staged(root, f"{EVENTS_TABLE}/bucket={bucket}", EVENTS)
+    events = read_staged_folder(root, f"{EVENTS_TABLE}/bucket={bucket}", EVENTS)
     # one chunk per column: taking rows out of the many chunks of many files costs more than the copy
     events = pa.concat_tables([events, *(epoch_starts(c, starts) for c, starts in sorted(epochs.items())
                                          if bucket_of(c, "", buckets) == bucket)]).combine_chunks()
