@@ -38,10 +38,10 @@ from kraftlog.state.topics import (
 )
 
 TOPIC, REMOVE, PARTITION, CHANGE, SEEDED, GAPPED = range(6)
-_KINDS = {"TOPIC_RECORD": TOPIC, "REMOVE_TOPIC_RECORD": REMOVE, "PARTITION_RECORD": PARTITION,
-          "PARTITION_CHANGE_RECORD": CHANGE}
 #: A reset's event: its record type (what ``change_records`` and ``ended_by`` say) and kind.
 _RESETS = {SEED: (SNAPSHOT, SEEDED), GAP: (GAP, GAPPED)}
+_KINDS = {"TOPIC_RECORD": TOPIC, "REMOVE_TOPIC_RECORD": REMOVE, "PARTITION_RECORD": PARTITION,
+          "PARTITION_CHANGE_RECORD": CHANGE, **dict(_RESETS.values())}
 #: List fields replaced when present: (JSON name, its PartitionRecord default when absent).
 _LISTS = (("isr", None), ("addingReplicas", ()), ("removingReplicas", ()), ("eligibleLeaderReplicas", ()),
           ("lastKnownElr", ()))
@@ -149,7 +149,8 @@ def _with_resets(rows: pa.Table, resets: dict[str, list[Reset]]) -> tuple[pa.Tab
     events at its offset; and which rows are the given ones."""
     if not any(resets.values()):
         return rows, np.ones(rows.num_rows, bool)
-    starts = np.flatnonzero(_key_starts(rows))
+    start = _key_starts(rows)
+    starts = np.flatnonzero(start)
     clusters = rows.column("cluster_id").take(pa.array(starts)).to_pylist()
     source, added = [], []
     for i, cluster in zip(starts.tolist(), clusters, strict=True):
@@ -160,13 +161,11 @@ def _with_resets(rows: pa.Table, resets: dict[str, list[Reset]]) -> tuple[pa.Tab
         return rows, np.ones(rows.num_rows, bool)
     at = pa.array(source, pa.int64())
     eff, ms, types, _ = zip(*added, strict=True)
-    schema = rows.schema
-    extra = {name: rows.column(name).take(at) for name in ("cluster_id", "topic_id", "partition_id")}
-    extra |= {"eff_offset": eff, "offset": eff, "seq": [-1] * len(added), "eff_time": ms,
-              "epoch": [None] * len(added), "record_type": types, "data": ["{}"] * len(added)}
-    extra = pa.table({f.name: pa.array(extra[f.name], f.type) if not isinstance(extra[f.name], pa.ChunkedArray)
-                      else extra[f.name] for f in schema}, schema=schema)
-    key = np.cumsum(_key_starts(rows)) - 1
+    extra = pa.table({**{name: rows.column(name).take(at) for name in ("cluster_id", "topic_id", "partition_id")},
+                      "eff_offset": eff, "offset": eff, "seq": [-1] * len(added), "eff_time": ms,
+                      "epoch": [None] * len(added), "record_type": types, "data": ["{}"] * len(added)},
+                     schema=rows.schema)
+    key = np.cumsum(start) - 1
     n = rows.num_rows
     order = np.lexsort([np.r_[np.arange(n), np.zeros(len(added), np.int64)],
                         np.r_[np.ones(n, np.int64), np.zeros(len(added), np.int64)],
@@ -188,14 +187,11 @@ class Fold:
         types = pc.dictionary_encode(rows.column("record_type").combine_chunks())
         kinds = np.asarray([_KINDS.get(x, -1) for x in types.dictionary.to_pylist()], np.int64)
         self.kind = kinds[types.indices.to_numpy()]
-        if not self.given.all():
-            for name, kind in _RESETS.values():
-                self.kind[~self.given & pc.equal(rows.column("record_type"), name).to_numpy(zero_copy_only=False)] = kind
         data = pc.dictionary_encode(rows.column("data").combine_chunks())
         self.lists, self.names = _Interned(), _Interned()
         self.values = _Distinct(data.dictionary.to_pylist(), self.lists, self.names)
         self.payload = data.indices.to_numpy()
-        bad = self.kind < 0
+        bad = (self.kind < 0) | (self.given & (self.kind >= SEEDED))  # no record is named like a reset
         for k, ok in self.values.ok.items():  # a removal's payload is only its topic id
             bad |= (self.kind == k) & ~ok[self.payload]
         bad |= self._at_resets(resets)
