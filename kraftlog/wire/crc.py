@@ -33,7 +33,7 @@ except ImportError:  # pragma: no cover - depends on what is installed
 _MAX_COLUMNS = 48
 #: (row length, differing columns) -> what a byte in each adds to the CRC, 256 values per column.
 _tables: dict[tuple[int, bytes], np.ndarray] = {}
-_MAX_TABLES = 1024
+_MAX_TABLES = 256  # at most 48 columns of 1 KiB each: 12 MiB
 
 
 def crc32c_rows(rows: np.ndarray) -> np.ndarray:
