@@ -1,5 +1,5 @@
 """The job's passes, as Spark tasks (Python functions over groups of task ids) that write their
-tables' Parquet themselves and return only notes: over the input files, which a task reads by its
+tables themselves (see ``sink``) and return only notes: over the input files, which a task reads by its
 local path (see ``decode``), then over the staged records of each file and the buckets of events
 (see ``timelines``). Tasks are dealt into groups of about equal weight (file sizes), so two cores
 end together."""
