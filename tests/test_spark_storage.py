@@ -2,49 +2,20 @@
 files on disk; a file that changes between discovery and the read is a problem row, not a silent
 loss or a crashed worker."""
 
-import json
-import math
 import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
-import pyarrow.dataset as ds
 import pytest
 
-from cluster_support import clean_env, s3, spark_cluster  # noqa: F401
+from cluster_support import clean_env, s3, tables  # noqa: F401
 from conftest import REPO
 from kraftlog.spark import job as job_module
 from kraftlog.spark.job import Options, run
 from spark_support import fixtures, spark, table  # noqa: F401
 
 pytestmark = pytest.mark.spark
-
-
-def tables(out: Path, roots: dict[str, str]) -> dict[str, list[tuple]]:
-    """Every table of an output as sorted rows, ``run_id`` left out and each input root in a string
-    replaced by its key in ``roots`` (so a local path and a URI of the same file compare equal)."""
-    def plain(v):
-        if isinstance(v, str):
-            for name, root in roots.items():
-                v = v.replace(root, name)
-            return v
-        if isinstance(v, float) and math.isnan(v):
-            return "NaN"
-        if isinstance(v, list):
-            return [plain(x) for x in v]
-        if isinstance(v, dict):
-            return {k: plain(x) for k, x in v.items()}
-        return v
-
-    out_tables = {}
-    for folder in sorted(p for p in out.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))):
-        t = ds.dataset(folder, format="parquet", partitioning="hive").to_table()
-        rows = [tuple(sorted((k, json.dumps(plain(v), sort_keys=True, default=str)) for k, v in r.items()
-                             if k != "run_id")) for r in t.to_pylist()]
-        out_tables[folder.name] = sorted(rows)
-    return out_tables
 
 
 def _run_job(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:

@@ -90,6 +90,17 @@ def resolve(given: str | os.PathLike) -> Where:
     return Remote(text.rstrip("/") if len(text) > len(m[0]) else text)
 
 
+def filesystem(given: "str | os.PathLike | Where") -> "tuple[pafs.FileSystem, str]":
+    """The ``pyarrow.fs`` filesystem and path of a local path or URI, as ``resolve`` reads it: for
+    what writes through pyarrow (Parquet, Arrow IPC) to where the user pointed."""
+    where = resolve(given)
+    if isinstance(where, Remote):
+        return where.located()
+    from pyarrow import fs as pafs
+
+    return pafs.LocalFileSystem(), str(where.absolute())
+
+
 def _env_key() -> tuple:
     """The settings a filesystem is made from (a test or a user may change them between runs)."""
     return tuple(os.environ.get(k) for k in ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_REGION",
@@ -225,8 +236,8 @@ class Source:
     time, inode where local). ``read_at`` returns fewer bytes than asked only where the file ended
     early (it shrank): never a mapping that faults."""
 
-    def __init__(self, where: Where, expect: Stat | None = None) -> None:
-        self.where, self.expect = where, expect
+    def __init__(self, where: "str | os.PathLike | Where", expect: Stat | None = None) -> None:
+        self.where, self.expect = resolve(where), expect
         self._fd: int | None = None
         self._file = None
         self._stat: Stat | None = None

@@ -12,7 +12,6 @@ from contextlib import contextmanager
 
 from pyspark.sql import SparkSession
 
-from kraftlog.files import storage
 from kraftlog.files.reader import Limits
 from kraftlog.files.storage import Source
 from kraftlog.spark.decode import (
@@ -96,7 +95,7 @@ def _read(meta: FileMeta) -> Source:
     truncated under a map kills the worker (SIGBUS). It is checked against what discovery saw when
     first read and again at the end: a file gone, replaced, changed or unreadable is an
     ``unreadable`` note of the pass (see ``decode``), never a crash."""
-    return Source(storage.resolve(meta.file), meta.seen)
+    return Source(meta.file, meta.seen)
 
 
 def read(spark: SparkSession, inv: Inventory, root: str, run_id: str, limits: Limits,
