@@ -16,6 +16,7 @@ import functools
 import os
 import re
 import stat as st
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -295,9 +296,9 @@ class Source:
             raise StorageError(f"{self.where}: read of {n} bytes at {offset} failed: "
                                f"{getattr(e, 'strerror', None) or _one_line(e)}") from None
 
-    def stream(self, pos: int) -> "_Stream":
+    def stream(self, pos: int) -> "Stream":
         """The file from ``pos`` on as a binary file object (``seek``/``read``), for the reader."""
-        return _Stream(self, pos)
+        return Stream(self.read_at, pos)
 
     def check(self) -> None:
         """``Changed`` if the file is not what it was when opened (size, modification time, inode)."""
@@ -338,16 +339,17 @@ def _differs(was: Stat, now: Stat) -> str | None:
     return None
 
 
-class _Stream:
-    """A ``Source`` from ``start`` on as a file object whose position 0 is ``start``."""
+class Stream:
+    """``read_at(offset, n)`` from ``start`` on as a binary file object (``seek``/``read``) whose
+    position 0 is ``start``: what the files layer's reader reads."""
 
-    def __init__(self, src: Source, start: int) -> None:
-        self.src, self.start, self.pos = src, start, start
+    def __init__(self, read_at: "Callable[[int, int], bytes]", start: int) -> None:
+        self.read_at, self.start, self.pos = read_at, start, start
 
     def seek(self, pos: int) -> None:
         self.pos = self.start + pos
 
     def read(self, n: int) -> bytes:
-        out = self.src.read_at(self.pos, n)
+        out = self.read_at(self.pos, n)
         self.pos += len(out)
         return out

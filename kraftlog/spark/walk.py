@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kraftlog.files.reader import Limits, Region, read_log_stream
-from kraftlog.files.storage import Source
+from kraftlog.files.storage import Source, Stream
 from kraftlog.wire.batch import (
     COMPRESSION_MASK,
     CRC_START,
@@ -409,21 +409,6 @@ def _remember(buf: bytes, pos: int, payload: bytes, limits: Limits) -> tuple | N
     return seen
 
 
-class _View:
-    """The part of ``buf`` from ``start`` as a read-only file, without copying it."""
-
-    def __init__(self, buf: bytes, start: int) -> None:
-        self.buf, self.start, self.pos = buf, start, start
-
-    def seek(self, pos: int) -> None:
-        self.pos = self.start + pos
-
-    def read(self, n: int) -> bytes:
-        out = self.buf[self.pos : self.pos + n]
-        self.pos += len(out)
-        return out
-
-
 def _slow_until_clean(buf: bytes, start: int, w: Walk, slow: _Records, limits: Limits,
                       want: list[tuple[int, int]] | None, src: Source | None = None, base: int = 0) -> int:
     """The reader's verdict from ``start`` up to the first CRC-valid batch after the trouble (where
@@ -432,7 +417,7 @@ def _slow_until_clean(buf: bytes, start: int, w: Walk, slow: _Records, limits: L
     batches it adds carry the file's positions, the position returned is the window's."""
     batches: list[Batch] = []
     if src is None:
-        end, stream, size = len(buf), _View(buf, start), len(buf) - start
+        end, stream, size = len(buf), Stream(lambda at, n: buf[at : at + n], start), len(buf) - start
     else:
         end, stream, size = src.size - base, src.stream(base + start), src.size - base - start
     for item in read_log_stream(stream, size, limits):
