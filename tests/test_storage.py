@@ -120,3 +120,10 @@ def test_discovery_on_s3_finds_what_it_finds_on_disk(s3, fixtures):  # noqa: F81
     assert all(s.mtime_ns for s in there.seen.values())
     with pytest.raises(InputError, match=f"--input {uri}/nothing: no such directory"):
         discover([f"{uri}/nothing"])
+
+
+@pytest.mark.parametrize("uri", ["hdfs://127.0.0.1:1/logs", "abfss://c@kraftlog-none.dfs.core.windows.net/logs"])
+def test_a_store_that_cannot_be_reached_is_one_line_not_a_traceback(uri):
+    with pytest.raises(InputError) as e:
+        discover([uri])
+    assert str(e.value).startswith(f"--input {uri}: {uri}: ") and "\n" not in str(e.value)

@@ -18,6 +18,7 @@ import re
 import stat as st
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
@@ -30,6 +31,8 @@ SCHEMES = {"s3": "s3", "s3a": "s3", "gs": "gs", "gcs": "gs", "abfs": "abfs", "ab
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 #: ``meta.properties``, ``quorum-state``, ``leader-epoch-checkpoint``: bytes long in real life.
 SMALL_FILE_CAP = 1 << 20
+#: How long a store's client may retry one request before its error is reported.
+RETRY_SECONDS = 30
 
 
 class StorageError(OSError):
@@ -118,8 +121,10 @@ def _filesystem(root: str, _env: tuple) -> "tuple[pafs.FileSystem, str]":
     try:
         if scheme == "s3":
             return _s3(), rest
+        if scheme == "gs":  # its client retries for 15 minutes by default (no network: a hang)
+            return pafs.GcsFileSystem(retry_time_limit=timedelta(seconds=RETRY_SECONDS)), rest
         return pafs.FileSystem.from_uri(f"{scheme}://{rest}")
-    except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid is a ValueError, ArrowIOError an OSError
+    except _failures() as e:
         raise StorageError(f"{root}: cannot reach the store: {_one_line(e)}") from None
 
 
@@ -138,6 +143,14 @@ def _s3() -> "pafs.S3FileSystem":
     from pyarrow import fs as pafs
 
     return pafs.S3FileSystem(**options)
+
+
+def _failures() -> tuple[type[BaseException], ...]:
+    """What a store's client raises: pyarrow's errors are ``OSError``, ``ValueError`` or, from the
+    Azure and other SDKs, a bare ``ArrowException``."""
+    from pyarrow.lib import ArrowException
+
+    return OSError, ValueError, ArrowException
 
 
 def _one_line(e: BaseException) -> str:
@@ -185,7 +198,7 @@ def stat(where: Where) -> Stat:
     fs, path = where.located()
     try:
         return _remote_stat(fs.get_file_info(path))
-    except (OSError, ValueError) as e:
+    except _failures() as e:
         raise StorageError(f"{where}: {_one_line(e)}") from None
 
 
@@ -210,7 +223,7 @@ def listdir(where: Where) -> list[tuple[Where, Stat, bool]]:
     fs, path = where.located()
     try:
         infos = fs.get_file_info(pafs.FileSelector(path, recursive=False))
-    except (OSError, ValueError) as e:
+    except _failures() as e:
         raise StorageError(f"{where}: {_one_line(e)}") from None
     return sorted(((where / i.base_name, _remote_stat(i), False) for i in infos), key=lambda x: x[0].name)
 
@@ -257,7 +270,9 @@ class Source:
                     self._file = fs.open_input_file(path)
         except FileNotFoundError:
             raise self.changed("no such file", "vanished") from None
-        except (OSError, ValueError) as e:
+        except StorageError:
+            raise
+        except _failures() as e:
             raise StorageError(f"{where}: {getattr(e, 'strerror', None) or _one_line(e)}") from None
         if self._stat.kind == "missing":
             raise self.changed("no such file", "vanished")
@@ -292,7 +307,7 @@ class Source:
             if self._fd is not None:
                 return os.pread(self._fd, n, offset)
             return self._file.read_at(n, offset)
-        except (OSError, ValueError) as e:
+        except _failures() as e:
             raise StorageError(f"{self.where}: read of {n} bytes at {offset} failed: "
                                f"{getattr(e, 'strerror', None) or _one_line(e)}") from None
 
