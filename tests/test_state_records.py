@@ -3,6 +3,7 @@
 from test_state_support import config, partition, rec, register_broker, replayed, topic, uuid
 
 from kraftlog.state.ids import MIGRATING
+from kraftlog.state.tree import image_tree
 
 
 def only_problem(image) -> str:
@@ -180,6 +181,16 @@ def test_register_controller_replaces():
                          {"name": "metadata.version", "minSupportedVersion": 1, "maxSupportedVersion": 21}],
         }
     }
+
+
+def test_unregister_controller_removes_the_registration():
+    """KIP-1312 (MetadataVersion 4.4-IV2): ``ClusterDelta.replay(UnregisterControllerRecord)`` removes it."""
+    register = rec("REGISTER_CONTROLLER_RECORD", controllerId=3001, incarnationId=uuid(3), zkMigrationReady=False,
+                   endPoints=[], features=[])
+    image = replayed(register, rec("REGISTER_CONTROLLER_RECORD", **{**register.data, "controllerId": 3002}),
+                     rec("UNREGISTER_CONTROLLER_RECORD", controllerId=3001))
+    assert list(image.to_json()["controllers"]) == ["3002"] and not image.problems
+    assert set(image_tree(image)["cluster"]["controllers"]) == {"3002"}
 
 
 # --- topics -------------------------------------------------------------------------------
@@ -437,3 +448,11 @@ def test_to_json_is_a_snapshot_not_a_live_view():
     image.apply(rec("BROKER_REGISTRATION_CHANGE_RECORD", brokerId=1, brokerEpoch=10, fenced=1), 4, 0, 1)
     assert before["topics"]["t"]["partitions"]["0"]["isr"] == [1, 2]
     assert before["brokers"]["1"]["fenced"] is False
+
+
+def test_metadata_versions_of_kafka_4_3_and_4_4_have_their_names():
+    """apache/kafka@4425e970 server-common/.../MetadataVersion.java: levels 28-33."""
+    from kraftlog.state.features import metadata_version_name
+    assert [metadata_version_name(level) for level in range(27, 34)] == [
+        "4.1-IV1", "4.2-IV0", "4.2-IV1", "4.3-IV0", "4.4-IV0", "4.4-IV1", "4.4-IV2"]
+    assert metadata_version_name(34) == "34 (newer than kraftlog knows)"

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kraftlog.schema.records import MetadataRecord, key_fields
 from kraftlog.state.acls import Acls
 from kraftlog.state.brokers import Brokers
 from kraftlog.state.configs import TOPIC, Configs
@@ -98,7 +99,7 @@ class ClusterImage:
         kind = rec.type
         error = getattr(rec, "error", None)
         if error is not None:
-            self._report(offset, kind, f"not decoded: {error}")
+            self._report(offset, kind, _not_applied(rec, error))
         elif kind in self._raft_handlers:
             # Raft control records are not part of metadata transactions.
             self._run(self._raft_handlers[kind], rec, offset)
@@ -164,6 +165,14 @@ class ClusterImage:
             "producerIds": self.producer_ids.to_json(),
             "zkMigrationState": self.features.zk_migration_state_name,
         }
+
+
+def _not_applied(rec: Any, error: str) -> str:
+    """A record kept raw is not applied; say which entity it would have updated, where its leading
+    fields still read (``raw`` is absent from stand-ins, and from redacted secrets)."""
+    keys = key_fields(rec) if isinstance(rec, MetadataRecord) else {}
+    where = ", ".join(f"{k}={v}" for k, v in keys.items())
+    return f"not applied{f' to {where}' if where else ''}: {error}"
 
 
 def _ignore(data: dict) -> None:
