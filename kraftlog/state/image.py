@@ -72,6 +72,8 @@ class ClusterImage:
         self.provenance = Provenance()
         self.problems: list[Problem] = []
         self.transaction: OpenTransaction | None = None
+        #: While a transaction's records are applied (one delta in Kafka): the config resources before it.
+        self._delta_configs: frozenset[tuple[int, str]] | None = None
         self._handlers: dict[str, Callable[[dict], None]] = {
             **self.features.handlers(),
             **self.brokers.handlers(),
@@ -141,13 +143,19 @@ class ClusterImage:
         else:
             self.transaction = None
             if kind == END:
+                self._delta_configs = frozenset(self.configs.resources)
                 for handler, held, held_offset in txn.records:
                     self._run(handler, held, held_offset)
+                self._delta_configs = None
 
     def _remove_topic(self, data: dict) -> None:
-        """RemoveTopicRecord also deletes the topic's configs (MetadataDelta does both)."""
+        """RemoveTopicRecord also deletes the topic's configs (MetadataDelta does both), but only those
+        the image held before the delta: configs of a topic created and deleted in one delta (here, one
+        metadata transaction) stay, as ``ConfigurationsDelta.replay(RemoveTopicRecord, String)`` keeps
+        them (apache/kafka 4.2.0-rc1, ConfigurationsDelta.java line 73: ``image.resourceData()``)."""
         name = self.topics.remove(data["topicId"])
-        self.configs.remove_resource(TOPIC, name)
+        if self._delta_configs is None or (TOPIC, name) in self._delta_configs:
+            self.configs.remove_resource(TOPIC, name)
 
     def to_json(self, redact: bool = True) -> dict:
         """The canonical image: deterministic, secrets redacted unless ``redact`` is False."""
