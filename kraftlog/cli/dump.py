@@ -32,6 +32,7 @@ class FileSummary:
     records: int = 0
     undecodable: int = 0  # records whose value did not decode
     errors: int = 0
+    newer: dict[str, int] = field(default_factory=dict)  # records of versions newer than kraftlog, by note
 
     @property
     def clean(self) -> bool:
@@ -147,6 +148,8 @@ def dump_file(lf: LogFile, out: TextIO, opts: DumpOptions, stats: "Stats | None"
         for r in batch.records:
             s.records += 1
             rec = _decode(batch, r, metadata)
+            if isinstance(rec, MetadataRecord) and rec.decoded_as is not None:
+                s.newer[rec.newer_note] = s.newer.get(rec.newer_note, 0) + 1
             if rec is not None and rec.error:
                 s.undecodable += 1
                 s.errors += 1
@@ -290,6 +293,8 @@ def run(args, out: TextIO | None = None) -> int:
     status = 0
     for lf in main.expand_paths(args.paths):
         s = dump_file(lf, out, opts, stats)
+        for note, count in s.newer.items():
+            print(f"kraftlog: {lf.path}: {count} record(s): {note}", file=sys.stderr)
         if not s.clean:
             status = 1
             print(f"kraftlog: {lf.path}: {s.bytes} bytes = {s.valid_bytes} in {s.batches} batches + "
