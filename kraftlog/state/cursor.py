@@ -56,12 +56,18 @@ class Cursor:
         self.node = node
         self.limits = limits
         self._at: _Position | None = None
+        self.point: Point = END  # the last point moved to
 
     @property
     def image(self) -> ClusterImage:
         if self._at is None:
             raise Unanswerable("no point chosen yet")
         return self._at.image
+
+    @property
+    def lost(self) -> bool:
+        """True after a move was interrupted halfway: the next move starts afresh."""
+        return self._at is None
 
     @property
     def last_applied(self) -> int:
@@ -112,16 +118,23 @@ class Cursor:
     def move(self, point: Point) -> Rebuilt:
         """Move to ``point``; refused (Unanswerable, the cursor unmoved) where the log cannot say."""
         previous = self._at
-        if not self._continues(point):
-            self._at = self._start(point)
-        for entry in self.entries():
-            if not point.admits(entry):
-                break
-            self.apply(entry)
+        try:
+            if not self._continues(point):
+                self._at = self._start(point)
+            for entry in self.entries():
+                if not point.admits(entry):
+                    break
+                self.apply(entry)
+        except Unanswerable:
+            raise
+        except BaseException:
+            self._at = None  # stopped halfway (an interrupt): not the image of any point
+            raise
         image = self._at.image
         if image.provenance.offset < 0 and image.transaction is None:
             self._at = previous
             raise Unanswerable("no record of the log lies at or before that point")
+        self.point = point
         return self.rebuilt(point)
 
     def rebuilt(self, point: Point) -> Rebuilt:
