@@ -121,8 +121,10 @@ class Cursor:
         try:
             if not self._continues(point):
                 self._at = self._start(point)
+            following = None
             for entry in self.entries():
                 if not point.admits(entry):
+                    following = entry
                     break
                 self.apply(entry)
         except Unanswerable:
@@ -130,10 +132,14 @@ class Cursor:
         except BaseException:
             self._at = None  # stopped halfway (an interrupt): not the image of any point
             raise
-        image = self._at.image
+        image, last = self._at.image, self._at.last_applied
         if image.provenance.offset < 0 and image.transaction is None:
             self._at = previous
             raise Unanswerable("no record of the log lies at or before that point")
+        if following is not None and following.offset > last + 1 and (point.offset is None or point.offset > last):
+            self._at = previous
+            raise Unanswerable(f"offsets {last + 1}-{following.offset - 1} are missing from the log and the "
+                               "point lies among them: the state there is unknown")
         self.point = point
         return self.rebuilt(point)
 
