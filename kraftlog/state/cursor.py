@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from kraftlog.files.logdir import NodeDir
+from kraftlog.files.paths import LogFile
 from kraftlog.files.reader import Limits
 from kraftlog.files.records import Entry, ReadProblems
 from kraftlog.state.image import ClusterImage
@@ -73,10 +74,9 @@ class Cursor:
     def last_applied(self) -> int:
         return -1 if self._at is None else self._at.last_applied
 
-    def _start(self, point: Point) -> _Position:
-        """A fresh position at the base ``rebuild`` would use for ``point``."""
+    def _start(self, point: Point, snap: LogFile | None) -> _Position:
+        """A fresh position at ``snap``, the base ``rebuild`` would use for ``point``."""
         first = self.node.segments[0].offset if self.node.segments else None
-        snap = base_snapshot(self.node, point.offset, point.time_ms, "auto", self.limits)
         if snap is None and first != 0:
             where = "has no segments" if first is None else f"starts at offset {first}"
             raise Unanswerable(f"the log {where} and no snapshot lies at or below that point: "
@@ -86,12 +86,11 @@ class Cursor:
                                                  self.limits, problems)
         return _Position(image, described, start - 1, image.provenance.timestamp, 0, problems)
 
-    def _continues(self, point: Point) -> bool:
+    def _continues(self, point: Point, snap: LogFile | None) -> bool:
         """Whether ``point`` is reached by applying records after the current position."""
         at = self._at
         if at is None:
             return False
-        snap = base_snapshot(self.node, point.offset, point.time_ms, "auto", self.limits)
         if snap is not None and snap.offset - 1 > at.last_applied:
             return False  # a snapshot lies ahead: start from it, as rebuild does
         if point.offset is not None:
@@ -119,8 +118,9 @@ class Cursor:
         """Move to ``point``; refused (Unanswerable, the cursor unmoved) where the log cannot say."""
         previous = self._at
         try:
-            if not self._continues(point):
-                self._at = self._start(point)
+            snap = base_snapshot(self.node, point.offset, point.time_ms, "auto", self.limits)
+            if not self._continues(point, snap):
+                self._at = self._start(point, snap)
             following = None
             for entry in self.entries():
                 if not point.admits(entry):
