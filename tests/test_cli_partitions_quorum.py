@@ -5,22 +5,13 @@ import json
 from types import SimpleNamespace
 
 import pytest
+from test_cli_shell import REAL, SINGLE, THREE, run
 
-from conftest import CORPUS, REPO
-from kraftlog.cli.main import main
+from conftest import REPO
 from kraftlog.state.image import ClusterImage
 from kraftlog.state.partition_view import min_isr
 
-SINGLE = REPO / "fixtures/single-node"
-THREE = REPO / "fixtures/three-nodes"
 KRAFT_V1 = REPO / "fixtures/fleet/cluster-4.1"
-REAL = CORPUS / "real/greenlemonT__kafka-temp/data/kafka1"
-
-
-def run(capsys, *argv) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def truth(cluster) -> dict:

@@ -463,6 +463,8 @@ def run(args) -> int:
 
     if target.Path(args.path).is_file():
         raise main.UsageError("shell reads a log dir (time travel needs the log), not a single file")
+    if args.base != "auto":
+        raise main.UsageError("shell starts each move from the snapshot at or below it; --base is not taken")
     console = Console(open_node(args), limits(args), not args.no_redact)
     start = END if args.offset is None and args.time is None else Point(args.offset, args.time)
     try:
