@@ -208,3 +208,18 @@ def test_commands_on_standard_input_and_errors_make_exit_1():
     assert done.returncode == 1
     assert done.stdout.splitlines() == ["/image", "/image/topics"]
     assert "nosuch: unknown command" in done.stderr and "ls: /nowhere: No such file or directory." in done.stderr
+
+
+def test_points_inside_an_open_transaction_show_the_image_before_it(capsys):
+    """Forward inside a transaction keeps the pre-Begin image; its End applies it (as replay)."""
+    begin, end = next((t["begin"], t["end"]) for t in json.loads((SINGLE / "ground-truth.json").read_text())
+                      ["transactions"] if t["outcome"] == "committed" and t["begin"] > 100)
+    inside = [begin + 2, end - 1]
+    code, out, err = run(capsys, "shell", SINGLE, "--offset", inside[0], "-c",
+                         f"{CATS}; at {inside[1]}; {CATS}; at {end}; {CATS}")
+    assert code == 0, err
+    assert f"a metadata transaction begun at offset {begin} is still open there" in err
+    docs = documents(out)
+    for i, offset in enumerate(inside + [end]):
+        assert as_replay(docs[5 * i:5 * i + 5]) == replay_view(replayed(capsys, SINGLE, ["--offset", str(offset)], []))
+    assert docs[0]["offset"] == docs[5]["offset"] == begin - 1 and docs[10]["offset"] == end
