@@ -159,7 +159,11 @@ def test_changes_next_and_prev_follow_one_partition(capsys):
     code, out, err = run(capsys, "shell", SINGLE, "--offset", "5000", "-c",
                          "changes /image/topics/byName/orders/0")
     assert code == 0, err
-    offsets = [int(line.split()[2]) if line.startswith("*") else int(line.split()[1]) for line in out.splitlines()]
+    lines = out.splitlines()
+    offsets = [int(line.split()[2]) if line.startswith("*") else int(line.split()[1]) for line in lines
+               if "the image is at" not in line]
+    marker = lines.index("  -- the image is at offset 5000 --")
+    assert int(lines[marker - 1].split()[1]) < 5000 < int(lines[marker + 1].split()[1])
     assert offsets == sorted(offsets) and len(offsets) > 3
     # the partition differs across each listed offset and nowhere else (checked with replay)
     node = find_nodes(SINGLE)[0]

@@ -372,8 +372,11 @@ class Console:
     def changes(self, args: list[str]) -> None:
         parts, _ = self._path_arg(args)
         here = self.cursor.image.provenance.offset
-        for c in self.node_changes(parts):
-            mark = "*" if c.offset == here else " "
+        found = self.node_changes(parts)
+        for i, c in enumerate(found):
+            if c.offset > here and (i == 0 or found[i - 1].offset < here):
+                self.say(f"  -- the image is at offset {here} --")
+            mark = "*" if c.offset == here else " "  # the image is right after this change
             self.say(f"{mark} offset {c.offset} {iso_time(c.timestamp)} epoch {c.epoch} {c.text}")
 
     def _jump(self, args: list[str], forward: bool) -> None:
