@@ -74,3 +74,25 @@ def test_json_tree_has_the_layout_of_the_shell_tree(offset):
         assert node_json(image, ["topics", "byName", name]) == whole["topics"]["byName"][name]
     with pytest.raises(KeyError):
         node_json(image, ["topics", "byName", "no-such-topic"])
+
+
+def test_a_move_interrupted_halfway_is_forgotten_and_the_next_move_starts_afresh(monkeypatch):
+    node = find_nodes(REPO / "fixtures/single-node")[0]
+    cursor = Cursor(node)
+    cursor.move(Point(offset=3000))
+    applied = 0
+    real_apply = Cursor.apply
+
+    def interrupted(self, entry):
+        nonlocal applied
+        applied += 1
+        if applied == 50:
+            raise KeyboardInterrupt
+        real_apply(self, entry)
+
+    monkeypatch.setattr(Cursor, "apply", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        cursor.move(Point(offset=3500))
+    monkeypatch.setattr(Cursor, "apply", real_apply)
+    assert cursor.lost and cursor.point == Point(offset=3000)
+    assert cursor.move(Point(offset=3500)).image.to_json() == rebuild(node, offset=3500).image.to_json()

@@ -458,7 +458,7 @@ def _interactive(console: Console) -> None:
         except KeyboardInterrupt:
             console.fail("interrupted")
             if console.cursor.lost:  # stopped halfway through a move: back to the last point
-                console.move(console.cursor.point)
+                console.run_line(f"at {_point_text(console.cursor.point)}")
 
 
 def run(args) -> int:
@@ -483,4 +483,12 @@ def run(args) -> int:
                 break
     else:
         _interactive(console)
+        return 0  # at a terminal each error was shown where it happened
     return console.status
+
+
+def _point_text(point) -> str:
+    """``at``'s argument for a cursor point."""
+    if point.offset is not None:
+        return str(point.offset)
+    return "end" if point.time_ms is None else f"t:{point.time_ms}"
