@@ -123,7 +123,7 @@ def test_quorum_text(capsys):
     assert code == 0
     lines = out.splitlines()
     assert lines[:6] == ["ClusterId:       iQZpnz8VSjaP-_V8pNznZg", "LeaderId:        1", "LeaderEpoch:     9",
-                         "HighWatermark:   5001", "KRaftVersion:    0", "CurrentVoters:   [1]"]
+                         "At:              offset 5000, 2025-01-01T00:37:08.358Z", "KRaftVersion:    0", "CurrentVoters:   [1]"]
 
 
 @pytest.mark.parametrize("command", ["partitions", "quorum"])

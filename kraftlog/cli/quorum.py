@@ -23,7 +23,7 @@ def add_parser(sub) -> None:
 
 def _election_rows(elections) -> list[tuple]:
     return [(str(e.epoch), str(e.start_offset), iso_time(e.timestamp) or "-",
-             "unknown" if e.leader_id is None else str(e.leader_id)) for e in elections]
+             "unknown" if e.leader_id is None else str(e.leader_id)) for e in elections] or [("(none)", "", "", "")]
 
 
 def text(status: dict, before, after) -> str:
@@ -34,7 +34,7 @@ def text(status: dict, before, after) -> str:
         f"ClusterId:       {status['clusterId'] or 'unknown'}",
         f"LeaderId:        {leader}",
         f"LeaderEpoch:     {status['leaderEpoch']}",
-        f"HighWatermark:   {status['highWatermark']}",
+        f"At:              offset {status['offset']}, {iso_time(status['timestamp']) or 'no time'}",
         f"KRaftVersion:    {status['kraftVersion']}",
         f"CurrentVoters:   [{voters}]",
         "",

@@ -89,7 +89,8 @@ def quorum_status(image: ClusterImage, history: list[Election], cluster_id: str 
         "leaderId": None if current is None else current.leader_id,
         "leaderEpoch": epoch,
         "epochStartOffset": None if current is None else current.start_offset,
-        "highWatermark": offset + 1,
+        "offset": offset,  # the point: the last record applied (the high watermark is not on disk)
+        "timestamp": image.provenance.timestamp,
         "kraftVersion": image.raft.kraft_version,
         "voters": voters,
         "controllers": [
