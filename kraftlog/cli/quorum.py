@@ -11,8 +11,8 @@ def add_parser(sub) -> None:
     p = sub.add_parser(
         "quorum", help="active controller, leader epoch, voters, kraft.version, registrations and elections at a point",
         description="What kafka-metadata-quorum describe --status would have shown at a point, from the log on "
-        "disk: the active controller (the leader elected for the epoch of the last record), its epoch, the "
-        "high watermark, kraft.version and the voters; the registered controllers and brokers with their "
+        "disk: the active controller (the leader elected for the epoch of the last record), its epoch, "
+        "kraft.version and the voters (the high watermark is not on disk: the point's offset is shown); the registered controllers and brokers with their "
         "state (fenced, controlled shutdown, epochs); and the elections (epoch starts, LeaderChange records) "
         "before and after the point. Without --offset/--time: the end of the log.")
     shell.add_point_options(p)
