@@ -12,7 +12,8 @@ from kraftlog.wire.codecs import DEFAULT_MAX_DECOMPRESSED
 from kraftlog.wire.crc import IMPLEMENTATION as CRC_IMPLEMENTATION
 
 #: Subcommand modules of ``kraftlog.cli``; each has ``add_parser(subparsers)`` and ``run(args) -> int``.
-COMMANDS = ["dump", "inspect", "replay", "metadata", "diff", "history", "report", "generate"]
+COMMANDS = ["dump", "inspect", "replay", "metadata", "diff", "history", "report", "generate", "partitions", "quorum",
+            "shell"]
 
 
 class UsageError(Exception):

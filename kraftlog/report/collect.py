@@ -28,6 +28,7 @@ from kraftlog.report.model import (
 from kraftlog.schema.entity import ACL_RESOURCE_TYPES
 from kraftlog.schema.redact import REDACTED, is_secret_config
 from kraftlog.state.acls import OPERATIONS, PERMISSION_TYPES
+from kraftlog.state.brokers import broker_state
 from kraftlog.state.configs import TOPIC, resource_key
 from kraftlog.state.features import METADATA_VERSION, ZK_MIGRATION_STATES, metadata_version_name
 from kraftlog.state.image import ABORT, END, ClusterImage
@@ -66,14 +67,6 @@ def earliest_base(node: NodeDir) -> str | Path:
         return "none"
     later = [s for s in node.snapshots if first is None or s.offset >= first]
     return later[0].path if later else "none"
-
-
-def broker_state(registration: dict | None) -> str:
-    if registration is None:
-        return "absent"
-    if registration["inControlledShutdown"]:
-        return "shutdown"
-    return "fenced" if registration["fenced"] else "active"
 
 
 class _Walker:

@@ -96,6 +96,16 @@ class Brokers:
         return sorted_map(self.registrations, _broker_json)
 
 
+def broker_state(registration: dict | None) -> str:
+    """A broker's state at a glance: absent (not registered), shutdown (in controlled shutdown),
+    fenced, or active."""
+    if registration is None:
+        return "absent"
+    if registration["inControlledShutdown"]:
+        return "shutdown"
+    return "fenced" if registration["fenced"] else "active"
+
+
 def _broker_json(registration: dict) -> dict:
     out = {name: registration[name] for name in _JSON_FIELDS}
     out["endPoints"] = by_name(out["endPoints"])

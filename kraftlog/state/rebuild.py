@@ -85,23 +85,34 @@ def log_entries(node: NodeDir, start: int, limits: Limits, problems: ReadProblem
             yield e
 
 
-def starting_point(
-    node: NodeDir, offset: int | None, time_ms: int | None, base: str | Path, limits: Limits, problems: ReadProblems
-) -> tuple[ClusterImage, int, str]:
-    """The image replay starts from, the first log offset to apply, and how to say so."""
-    snap = None
+def base_snapshot(
+    node: NodeDir, offset: int | None, time_ms: int | None, base: str | Path, limits: Limits
+) -> LogFile | None:
+    """The snapshot replay to the target starts from (None: the log's first offset).
+
+    "auto": the latest snapshot at or below the target (its end offset - 1 <= ``offset``, its
+    header's lastContainedLogTimestamp <= ``time_ms``); "none": no snapshot; else the given file."""
     if isinstance(base, Path) or base not in ("auto", "none"):
         snap = classify(base)
         if snap.kind != "snapshot":
             raise ValueError(f"--base must be auto, none, or a NNN-EEE.checkpoint file: {base}")
-    elif base == "auto":
-        for candidate in reversed(node.snapshots):
-            if offset is not None and candidate.offset - 1 > offset:
-                continue
-            if time_ms is not None and snapshot_timestamp(candidate, limits) > time_ms:
-                continue
-            snap = candidate
-            break
+        return snap
+    if base == "none":
+        return None
+    for candidate in reversed(node.snapshots):
+        if offset is not None and candidate.offset - 1 > offset:
+            continue
+        if time_ms is not None and snapshot_timestamp(candidate, limits) > time_ms:
+            continue
+        return candidate
+    return None
+
+
+def starting_point(
+    node: NodeDir, offset: int | None, time_ms: int | None, base: str | Path, limits: Limits, problems: ReadProblems
+) -> tuple[ClusterImage, int, str]:
+    """The image replay starts from, the first log offset to apply, and how to say so."""
+    snap = base_snapshot(node, offset, time_ms, base, limits)
     if snap is not None:
         image = load_checkpoint(snap, limits, problems)
         start, described = snap.offset, f"snapshot {snap.path.name}"
