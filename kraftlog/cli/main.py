@@ -6,7 +6,6 @@ import sys
 from importlib import import_module
 
 from kraftlog import __version__
-from kraftlog.files.paths import LogFile, classify, log_files_under
 from kraftlog.files.reader import DEFAULT_MAX_BATCH_BYTES, Limits
 from kraftlog.wire.codecs import DEFAULT_MAX_DECOMPRESSED
 from kraftlog.wire.crc import IMPLEMENTATION as CRC_IMPLEMENTATION
@@ -27,24 +26,6 @@ def parse_size(text: str) -> int:
         return int(float(t[:-1] if t[-1:] in units else t) * mult)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 8MiB, 65536)") from None
-
-
-def expand_paths(paths: list[str]) -> list[LogFile]:
-    """Files as given; directories walked for segments and checkpoints in offset order."""
-    out: list[LogFile] = []
-    for p in paths:
-        if os.path.isdir(p):
-            found = log_files_under(p)
-            if not found:
-                print(f"kraftlog: no segments or checkpoints under {p}", file=sys.stderr)
-            out.extend(found)
-        elif os.path.isfile(p):
-            out.append(classify(p))
-        else:
-            raise UsageError(f"no such file or directory: {p}")
-    if not out:
-        raise UsageError("no segments or checkpoints to read in " + ", ".join(paths))
-    return out
 
 
 def add_limits(p: argparse.ArgumentParser) -> None:

@@ -9,6 +9,9 @@ SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
 CHECKPOINT_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 BOOTSTRAP = "bootstrap.checkpoint"
 METADATA_DIR_RE = re.compile(r"^__cluster_metadata-\d+$")
+#: A partition's folder, as Kafka's ``LocalLog`` names it: ``<topic>-<partition>``, and the same with
+#: ``.<uuid>-delete`` / ``-future`` / ``-stray`` while it is being deleted, moved or found stray.
+PARTITION_DIR_RE = re.compile(r"^.+-\d+(\.[0-9a-f]{32}-(delete|future|stray))?$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,13 +43,25 @@ def classify(path: str | os.PathLike) -> LogFile:
     return LogFile(p, "other", 0)
 
 
-def log_files_under(root: str | os.PathLike) -> list[LogFile]:
+def is_data_partition_dir(name: str) -> bool:
+    """A partition folder of a topic other than the metadata log."""
+    return bool(PARTITION_DIR_RE.match(name)) and not METADATA_DIR_RE.match(name)
+
+
+def log_files_under(root: str | os.PathLike, all_partitions: bool = False,
+                    left_out: list[Path] | None = None) -> list[LogFile]:
     """Segments and checkpoints below ``root``: per directory the bootstrap snapshot first, then
     snapshots and segments in offset order (a snapshot ending at O sorts before the segment
-    starting at O)."""
+    starting at O). Data partitions' folders below ``root`` are not walked unless ``all_partitions``
+    (``root`` itself always is); those left out are appended to ``left_out``."""
     found = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
+        if not all_partitions:
+            for d in [d for d in dirnames if is_data_partition_dir(d)]:
+                dirnames.remove(d)
+                if left_out is not None:
+                    left_out.append(Path(dirpath) / d)
         files = [classify(Path(dirpath) / n) for n in filenames]
         files = [f for f in files if f.kind != "other"]
         order = {"bootstrap": 0, "snapshot": 1, "segment": 2}

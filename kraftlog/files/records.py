@@ -1,5 +1,6 @@
 """A file's records as typed entries in log order: what replay and the commands consume."""
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -7,6 +8,12 @@ from typing import NamedTuple
 from kraftlog.files.paths import LogFile
 from kraftlog.files.reader import Limits, Region, read_log_file
 from kraftlog.schema import ControlRecord, MetadataRecord, decode_control, decode_metadata
+
+
+def unreadable(path: os.PathLike, e: OSError) -> str:
+    """One line naming a file kraftlog could not open or read, and why (permission denied, a directory
+    where a file should be, an I/O error)."""
+    return f"{path}: cannot read: {e.strerror or e}"
 
 
 class Entry(NamedTuple):
