@@ -176,3 +176,38 @@ def test_broker_filter_matches_partition_records_naming_it(capsys, retained):
     assert [(r["file"], r["offset"]) for r in rows] == expected
     # most PartitionChangeRecords carry only the ISR: matched through it, not through replicas
     assert any("replicas" not in r["metadata"]["data"] and "leader" not in r["metadata"]["data"] for r in rows)
+
+
+# -- a log dir: its metadata log, not its data partitions -----------------------------------------
+
+LOG_DIR = CORPUS / "real/AdiletBatyrbayev0520__air_analyzer/kafka-data/data"
+
+
+def _stats(capsys, *args) -> tuple[int, list[dict], str]:
+    status = main(["dump", "--stats", "--format", "jsonl", *args])
+    captured = capsys.readouterr()
+    return status, [json.loads(line) for line in captured.out.splitlines()], captured.err
+
+
+def test_log_dir_dumps_its_metadata_log_only(capsys):
+    metadata = [p for p in LOG_DIR.rglob("*") if classify(p).kind != "other" and classify(p).is_metadata]
+    expected = sum(_stats(capsys, str(p))[1][0]["records"] for p in metadata)
+    status, stats, err = _stats(capsys, str(LOG_DIR))
+    assert status == 0 and [(s["log"], s["records"]) for s in stats] == [("metadata", expected)]
+    assert expected == 13254 + 7 + 71 + 5  # the segment, two snapshots and bootstrap.checkpoint
+    assert "left out 2 data partition folders" in err
+    status, stats, _ = _stats(capsys, str(LOG_DIR), "--all-partitions")
+    assert [(s["log"], s["records"]) for s in stats] == [("metadata", expected), ("data", 9 + 8)]
+
+
+def test_a_named_data_partition_is_dumped(capsys):
+    status, stats, err = _stats(capsys, str(LOG_DIR / "i111-0"))
+    assert (status, err) == (0, "") and [(s["log"], s["records"]) for s in stats] == [("data", 8)]
+
+
+def test_a_log_dir_without_a_metadata_log_is_refused(capsys, tmp_path):
+    """A ZooKeeper-mode log dir: no metadata log, only data partitions; a usage error, not an empty dump."""
+    zk = CORPUS / "real/iechenyb__data/kafka-logs"
+    assert main(["dump", str(zk)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "outside its 3 data partition folders" in err

@@ -328,23 +328,26 @@ def dump_paths(paths: list[str], all_partitions: bool) -> list[LogFile]:
     the data partitions' folders below it unless ``all_partitions`` (a partition folder given as
     PATH is read: it was named)."""
     out: list[LogFile] = []
+    empty: list[str] = []
     for p in paths:
         if os.path.isdir(p):
             left_out: list[Path] = []
             found = log_files_under(p, all_partitions, left_out)
-            if left_out:
-                print(f"kraftlog: {p}: left out {len(left_out)} data partition folders ({left_out[0].name}, ...): "
-                      f"name one as PATH, or pass --all-partitions", file=sys.stderr)
+            partitions = (f"{len(left_out)} data partition folders ({left_out[0].name}, ...): name one as PATH, "
+                          "or pass --all-partitions") if left_out else ""
             if not found:
-                print(f"kraftlog: no segments or checkpoints under {p}"
-                      + (" outside its data partitions" if left_out else ""), file=sys.stderr)
+                empty.append(f"no segments or checkpoints under {p}" + (f" outside its {partitions}" if left_out else ""))
+            elif left_out:
+                print(f"kraftlog: {p}: left out {partitions}", file=sys.stderr)
             out.extend(found)
         elif os.path.isfile(p):
             out.append(classify(p))
         else:
             raise main.UsageError(f"no such file or directory: {p}")
     if not out:
-        raise main.UsageError("no segments or checkpoints to read in " + ", ".join(paths))
+        raise main.UsageError("; ".join(empty))
+    for message in empty:
+        print(f"kraftlog: {message}", file=sys.stderr)
     return out
 
 

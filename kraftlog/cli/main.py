@@ -75,4 +75,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # run as ``python -m kraftlog.cli.main``: this module is ``__main__``, and the subcommands raise
+    # ``kraftlog.cli.main.UsageError``, so the imported module's ``main`` is the one that catches it
+    from kraftlog.cli.main import main as _main
+
+    sys.exit(_main())

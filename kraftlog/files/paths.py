@@ -43,9 +43,16 @@ def classify(path: str | os.PathLike) -> LogFile:
     return LogFile(p, "other", 0)
 
 
-def is_data_partition_dir(name: str) -> bool:
-    """A partition folder of a topic other than the metadata log."""
-    return bool(PARTITION_DIR_RE.match(name)) and not METADATA_DIR_RE.match(name)
+def is_data_partition_dir(path: Path) -> bool:
+    """A partition folder of a topic other than the metadata log: named like one, and holding files
+    only (a log dir named ``broker-1`` holds ``meta.properties`` or folders)."""
+    if not PARTITION_DIR_RE.match(path.name) or METADATA_DIR_RE.match(path.name):
+        return False
+    try:
+        with os.scandir(path) as entries:
+            return all(e.name != "meta.properties" and not e.is_dir() for e in entries)
+    except OSError:
+        return False  # walked, so that what cannot be read is said where it is read
 
 
 def log_files_under(root: str | os.PathLike, all_partitions: bool = False,
@@ -58,7 +65,7 @@ def log_files_under(root: str | os.PathLike, all_partitions: bool = False,
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
         if not all_partitions:
-            for d in [d for d in dirnames if is_data_partition_dir(d)]:
+            for d in [d for d in dirnames if is_data_partition_dir(Path(dirpath) / d)]:
                 dirnames.remove(d)
                 if left_out is not None:
                     left_out.append(Path(dirpath) / d)
