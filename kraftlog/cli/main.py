@@ -72,6 +72,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
+    except OSError as e:
+        # a file the command needed could not be opened or read (permission denied, a directory where
+        # a file should be, an I/O error): one line naming it, exit 1; commands that can go on without
+        # it catch this themselves
+        print(f"kraftlog: {e.filename}: {e.strerror}" if e.filename else f"kraftlog: {e}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -59,7 +59,7 @@ def log_files_under(root: str | os.PathLike, all_partitions: bool = False,
                     left_out: list[Path] | None = None) -> list[LogFile]:
     """Segments and checkpoints below ``root``: per directory the bootstrap snapshot first, then
     snapshots and segments in offset order (a snapshot ending at O sorts before the segment
-    starting at O). Data partitions' folders below ``root`` are not walked unless ``all_partitions``
+    starting at O); a folder named like one of them is listed too. Data partitions' folders below ``root`` are not walked unless ``all_partitions``
     (``root`` itself always is); those left out are appended to ``left_out``."""
     found = []
     for dirpath, dirnames, filenames in os.walk(root):
@@ -69,7 +69,10 @@ def log_files_under(root: str | os.PathLike, all_partitions: bool = False,
                 dirnames.remove(d)
                 if left_out is not None:
                     left_out.append(Path(dirpath) / d)
-        files = [classify(Path(dirpath) / n) for n in filenames]
+        misnamed = [d for d in dirnames if classify(d).kind != "other"]  # a folder named like a log file
+        for d in misnamed:
+            dirnames.remove(d)  # listed, so that reading it says it is no file
+        files = [classify(Path(dirpath) / n) for n in [*filenames, *misnamed]]
         files = [f for f in files if f.kind != "other"]
         order = {"bootstrap": 0, "snapshot": 1, "segment": 2}
         files.sort(key=lambda f: (f.kind != "bootstrap", f.offset, order[f.kind], f.epoch))
