@@ -211,3 +211,12 @@ def test_a_log_dir_without_a_metadata_log_is_refused(capsys, tmp_path):
     assert main(["dump", str(zk)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "outside its 3 data partition folders" in err
+
+
+def test_stats_count_what_the_filters_keep(capsys, retained):
+    kept = retained[1]
+    _, rows, _ = _rows(capsys, str(kept), "--topic", "metrics", "--type", "PartitionChangeRecord")
+    status, stats, err = _stats(capsys, str(kept), "--topic", "metrics", "--type", "PartitionChangeRecord")
+    assert (status, err) == (0, "") and len(rows) > 10
+    [s] = stats
+    assert s["records"] == len(rows) and [t["type"] for t in s["types"]] == ["PARTITION_CHANGE_RECORD"]

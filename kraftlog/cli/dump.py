@@ -214,15 +214,18 @@ def dump_file(lf: LogFile, out: TextIO, opts: DumpOptions, stats: "Stats | None"
         if not opts.filtering and not quiet:
             out.write(batch_line + "\n")
             batch_line = None
+        counted = False
         for r in batch.records:
             s.records += 1
             rec = _decode(batch, r, metadata)
             if rec is not None and rec.error:
                 s.undecodable += 1
                 s.errors += 1
-            if stats is not None:
+            if not opts.wants(r.offset, rec, lf.path.name):
+                continue
+            if stats is not None:  # --stats counts what the filters keep
                 stats.add_record(rec)
-            if quiet or not opts.wants(r.offset, rec, lf.path.name):
+                counted = True
                 continue
             if batch_line is not None:
                 out.write(batch_line + "\n")
@@ -230,7 +233,7 @@ def dump_file(lf: LogFile, out: TextIO, opts: DumpOptions, stats: "Stats | None"
             payload, text = _payload(batch, r, rec, opts)
             out.write((render.dumps(render.record_json(batch, r, payload)) if jsonl
                        else render.record_text(batch, r, text)) + "\n")
-        if stats is not None:
+        if counted or (stats is not None and not opts.filtering):
             stats.add_batch(batch)
         if batch.error:
             s.batch_errors += 1
@@ -393,7 +396,8 @@ def add_parser(sub) -> None:
     p.add_argument("--skip-noop", action="store_true", help="leave out NoOpRecords")
     p.add_argument("--no-redact", action="store_true", help="show SCRAM keys and secret config values")
     p.add_argument("--stats", action="store_true",
-                   help="print counts by type and version, batch sizes, time span and NoOp share instead")
+                   help="print counts by type and version, batch sizes, time span and NoOp share instead, of the "
+                   "records the filters keep (and the batches holding them); metadata and data partitions apart")
     main.add_limits(p)
 
 
