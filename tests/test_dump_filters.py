@@ -220,3 +220,23 @@ def test_stats_count_what_the_filters_keep(capsys, retained):
     assert (status, err) == (0, "") and len(rows) > 10
     [s] = stats
     assert s["records"] == len(rows) and [t["type"] for t in s["types"]] == ["PARTITION_CHANGE_RECORD"]
+
+
+def test_topic_filter_on_a_real_log_dir_after_retention(capsys):
+    """FrankXu0908__data_enginnering: the segment starts before the snapshot that names sensor-data
+    (kraftlog used to find 2 of its 31 records there, and no PartitionChangeRecord)."""
+    root = CORPUS / "real/FrankXu0908__data_enginnering"
+    _, everything, _ = _rows(capsys, str(root))
+    ids = {r["metadata"]["data"]["topicId"] for r in everything
+           if r.get("metadata", {}).get("type") == "TOPIC_RECORD" and r["metadata"]["data"]["name"] == "sensor-data"}
+
+    def about(r: dict) -> bool:
+        data = (r.get("metadata") or {}).get("data") or {}
+        return data.get("topicId") in ids or (data.get("resourceType") == 2 and data.get("resourceName") == "sensor-data")
+
+    expected = [(r["file"], r["offset"]) for r in everything if about(r)]
+    status, rows, err = _rows(capsys, str(root), "--topic", "sensor-data")
+    assert status == 0 and "cannot" not in err
+    assert [(r["file"], r["offset"]) for r in rows] == expected and len(expected) == 31
+    _, changes, _ = _rows(capsys, str(root), "--topic", "sensor-data", "--type", "PartitionChangeRecord")
+    assert len(changes) == sum(r["metadata"]["type"] == "PARTITION_CHANGE_RECORD" for r in rows) > 0
