@@ -369,10 +369,13 @@ def learn_topics(files: list[LogFile], topic: TopicFilter, limits: Limits) -> No
 def add_parser(sub) -> None:
     p = sub.add_parser("dump", help="print the batches and records of segments and snapshots",
                        description="Print every batch and record of the given files. A directory is "
-                       "walked for *.log segments and *.checkpoint snapshots in offset order. Secrets "
-                       "(SCRAM salts and keys, secret config values) are redacted unless --no-redact. "
-                       "Exit 0 when clean, 1 when a batch was invalid, bytes were skipped or a record "
-                       "could not be decoded, 2 on usage errors.")
+                       "walked for *.log segments and *.checkpoint snapshots in offset order: a log dir gives "
+                       "its metadata log (__cluster_metadata-N) and bootstrap.checkpoint, not its data "
+                       "partitions (name one as PATH, or --all-partitions). Secrets (SCRAM salts and keys, "
+                       "secret config values) are redacted unless --no-redact. Exit 0 when clean; 1 when a "
+                       "batch was invalid, bytes were skipped, a record could not be decoded, a file could not "
+                       "be read (the others are still dumped) or a --topic name could not be resolved; 2 on "
+                       "usage errors.")
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="segment, checkpoint, or directory (a log dir: its metadata log and bootstrap.checkpoint)")
     p.add_argument("--all-partitions", action="store_true",
