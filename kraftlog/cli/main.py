@@ -81,8 +81,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    # run as ``python -m kraftlog.cli.main``: this module is ``__main__``, and the subcommands raise
-    # ``kraftlog.cli.main.UsageError``, so the imported module's ``main`` is the one that catches it
-    from kraftlog.cli.main import main as _main
+    # run as ``python -m``: the subcommands import this module as ``kraftlog.cli.main``, and only
+    # that module's UsageError and Refused are the ones they raise
+    from kraftlog.cli import main as imported
 
-    sys.exit(_main())
+    sys.exit(imported.main())
