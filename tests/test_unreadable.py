@@ -166,3 +166,24 @@ def test_spark_discovery_marks_it_unreadable(logdir):
     files, rows = map(json.loads, result.stdout.splitlines())
     assert files == [[str(denied), "unreadable", "Permission denied"]]
     assert [(r[3], r[4], r[8]) for r in rows] == [(str(denied), "unreadable", "Permission denied")]
+
+
+def test_a_metadata_folder_that_cannot_be_listed(logdir, tmp_path):
+    """Not an empty log with exit 0: every command names the folder and exits 1."""
+    root, _, _, _ = logdir
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy)
+    folder = copy / "__cluster_metadata-0"
+    if os.geteuid() == 0:
+        os.chown(folder, 54321, 54321)
+    os.chmod(folder, 0o750)
+    try:
+        line = f"{folder}: cannot read: Permission denied"
+        for command in (["dump", str(copy)], ["replay", str(copy), "--offset", "5"],
+                        ["report", str(copy), "-o", str(tmp_path / "r.html")], ["inspect", str(copy)]):
+            result = kraftlog(*command)
+            assert result.returncode == 1 and "Traceback" not in result.stderr, (command, result.stderr)
+            assert [x for x in result.stderr.splitlines() if str(folder) in x] in (
+                [f"kraftlog: {line}"], [f"kraftlog: problem: {line}"]), (command, result.stderr)
+    finally:
+        os.chmod(folder, 0o755)

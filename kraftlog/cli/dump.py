@@ -326,16 +326,17 @@ def _offset_range(text: str) -> tuple[int, int]:
         raise argparse.ArgumentTypeError(f"not an offset range A:B: {text!r}") from None
 
 
-def dump_paths(paths: list[str], all_partitions: bool) -> list[LogFile]:
+def dump_paths(paths: list[str], all_partitions: bool) -> tuple[list[LogFile], int]:
     """Files as given; a directory walked for segments and checkpoints in offset order, leaving out
     the data partitions' folders below it unless ``all_partitions`` (a partition folder given as
-    PATH is read: it was named)."""
+    PATH is read: it was named). Also how many folders could not be listed (each said on stderr)."""
     out: list[LogFile] = []
     empty: list[str] = []
+    unlisted: list[OSError] = []
     for p in paths:
         if os.path.isdir(p):
             left_out: list[Path] = []
-            found = log_files_under(p, all_partitions, left_out)
+            found = log_files_under(p, all_partitions, left_out, unlisted)
             partitions = (f"{len(left_out)} data partition folders ({left_out[0].name}, ...): name one as PATH, "
                           "or pass --all-partitions") if left_out else ""
             if not found:
@@ -347,11 +348,13 @@ def dump_paths(paths: list[str], all_partitions: bool) -> list[LogFile]:
             out.append(classify(p))
         else:
             raise main.UsageError(f"no such file or directory: {p}")
-    if not out:
+    for e in unlisted:
+        print(f"kraftlog: {unreadable(Path(e.filename), e)}", file=sys.stderr)
+    if not out and not unlisted:
         raise main.UsageError("; ".join(empty))
-    for message in empty:
+    for message in empty if out else []:
         print(f"kraftlog: {message}", file=sys.stderr)
-    return out
+    return out, len(unlisted)
 
 
 def learn_topics(files: list[LogFile], topic: TopicFilter, limits: Limits) -> None:
@@ -413,11 +416,11 @@ def run(args, out: TextIO | None = None) -> int:
     opts = DumpOptions(args.format, args.decoder, main.limits_of(args), not args.no_redact,
                        frozenset(_type_name(t) for t in args.type), args.offset_range, topic,
                        args.broker, args.skip_noop)
-    files = dump_paths(args.paths, args.all_partitions)
+    files, unlisted = dump_paths(args.paths, args.all_partitions)
     if topic is not None:
         learn_topics(files, topic, opts.limits)
     stats = {True: Stats(), False: Stats()} if args.stats else None  # metadata files, data files
-    status = 0
+    status = 1 if unlisted else 0
     for lf in files:
         try:
             s = dump_file(lf, out, opts, None if stats is None else stats[lf.is_metadata or args.decoder == "metadata"])

@@ -56,13 +56,14 @@ def is_data_partition_dir(path: Path) -> bool:
 
 
 def log_files_under(root: str | os.PathLike, all_partitions: bool = False,
-                    left_out: list[Path] | None = None) -> list[LogFile]:
+                    left_out: list[Path] | None = None, unreadable: list[OSError] | None = None) -> list[LogFile]:
     """Segments and checkpoints below ``root``: per directory the bootstrap snapshot first, then
     snapshots and segments in offset order (a snapshot ending at O sorts before the segment
     starting at O); a folder named like one of them is listed too. Data partitions' folders below ``root`` are not walked unless ``all_partitions``
-    (``root`` itself always is); those left out are appended to ``left_out``."""
+    (``root`` itself always is); those left out are appended to ``left_out``, and the folders that
+    could not be listed to ``unreadable``."""
     found = []
-    for dirpath, dirnames, filenames in os.walk(root):
+    for dirpath, dirnames, filenames in os.walk(root, onerror=None if unreadable is None else unreadable.append):
         dirnames.sort()
         if not all_partitions:
             for d in [d for d in dirnames if is_data_partition_dir(Path(dirpath) / d)]:

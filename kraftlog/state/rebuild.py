@@ -88,7 +88,9 @@ def log_entries(node: NodeDir, start: int, limits: Limits, problems: ReadProblem
 def starting_point(
     node: NodeDir, offset: int | None, time_ms: int | None, base: str | Path, limits: Limits, problems: ReadProblems
 ) -> tuple[ClusterImage, int, str]:
-    """The image replay starts from, the first log offset to apply, and how to say so."""
+    """The image replay starts from, the first log offset to apply, and how to say so. Files of the
+    copy that could not be read are problems: the answer may lack what they hold."""
+    problems.messages.extend(f"{path}: cannot read: {why}" for path, why in node.unreadable)
     snap = None
     if isinstance(base, Path) or base not in ("auto", "none"):
         snap = classify(base)
