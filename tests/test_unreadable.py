@@ -187,3 +187,20 @@ def test_a_metadata_folder_that_cannot_be_listed(logdir, tmp_path):
                 [f"kraftlog: {line}"], [f"kraftlog: problem: {line}"]), (command, result.stderr)
     finally:
         os.chmod(folder, 0o755)
+
+
+def test_an_unreadable_snapshot_is_passed_over_for_an_earlier_base(logdir, tmp_path):
+    """The state is the true one (as replayed from the log alone), and the snapshot is named."""
+    root, _, _, _ = logdir
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy)
+    snapshots = sorted((copy / "__cluster_metadata-0").glob("*.checkpoint"))
+    assert len(snapshots) >= 2
+    point = str(int(snapshots[1].name[:20]) + 10)
+    truth = kraftlog("replay", str(copy), "--offset", point, "--base", "none")  # the copy is ours: readable
+    assert truth.returncode == 0
+    _deny(snapshots[1])
+    result = kraftlog("replay", str(copy), "--offset", point)
+    assert result.returncode == 1 and result.stdout == truth.stdout
+    _one_line(result, snapshots[1])
+    assert f"from snapshot {snapshots[0].name}" in result.stderr

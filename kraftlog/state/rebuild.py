@@ -13,7 +13,7 @@ from pathlib import Path
 from kraftlog.files.logdir import NodeDir
 from kraftlog.files.paths import LogFile, classify
 from kraftlog.files.reader import Limits
-from kraftlog.files.records import Entry, ReadProblems, iter_entries
+from kraftlog.files.records import Entry, ReadProblems, iter_entries, unreadable
 from kraftlog.state.image import ClusterImage
 from kraftlog.state.replay import ReplayResult, load_snapshot, replay
 
@@ -100,7 +100,13 @@ def starting_point(
         for candidate in reversed(node.snapshots):
             if offset is not None and candidate.offset - 1 > offset:
                 continue
-            if time_ms is not None and snapshot_timestamp(candidate, limits) > time_ms:
+            try:
+                if time_ms is not None and snapshot_timestamp(candidate, limits) > time_ms:
+                    continue
+                with open(candidate.path, "rb"):
+                    pass
+            except OSError as e:  # an earlier snapshot, or the log, still gives a true answer
+                problems.messages.append(unreadable(candidate.path, e))
                 continue
             snap = candidate
             break
