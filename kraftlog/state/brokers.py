@@ -97,13 +97,15 @@ class Brokers:
 
 
 def broker_state(registration: dict | None) -> str:
-    """A broker's state at a glance: absent (not registered), shutdown (in controlled shutdown),
-    fenced, or active."""
+    """A broker's state at a glance: absent (not registered), fenced, shutdown (in controlled
+    shutdown, unfenced) or active. A fenced broker is fenced whether or not it was in controlled
+    shutdown: Kafka fences a broker at the end of its controlled shutdown and keeps the flag until it
+    registers again."""
     if registration is None:
         return "absent"
-    if registration["inControlledShutdown"]:
-        return "shutdown"
-    return "fenced" if registration["fenced"] else "active"
+    if registration["fenced"]:
+        return "fenced"
+    return "shutdown" if registration["inControlledShutdown"] else "active"
 
 
 def _broker_json(registration: dict) -> dict:
