@@ -63,6 +63,7 @@ class Divergence:
     reference: str
     offset: int | None  # first offset where the copies differ; None = they agree where both have data
     detail: str
+    agreed: int = 0  # identical batches both hold before ``offset``: none means they share no history
 
 
 def _batch_keys(node: NodeDir, limits: Limits) -> Iterator[tuple[int, int, int, int]]:
@@ -76,8 +77,10 @@ def compare_copies(reference: NodeDir, other: NodeDir, limits: Limits = Limits()
     """Walk both copies' batches in offset order (streaming) to the first batch that differs."""
     a, b = _batch_keys(reference, limits), _batch_keys(other, limits)
     x, y = next(a, None), next(b, None)
+    agreed = 0
     while x is not None and y is not None:
         if x == y:
+            agreed += 1
             x, y = next(a, None), next(b, None)
         elif x[0] < y[0] and x[1] < y[0]:
             x = next(a, None)
@@ -92,5 +95,5 @@ def compare_copies(reference: NodeDir, other: NodeDir, limits: Limits = Limits()
                 what.append(f"leader epoch {x[2]} vs {y[2]}")
             if x[3] != y[3] and (x[0], x[1]) == (y[0], y[1]):
                 what.append("different bytes (CRC)")
-            return Divergence(other.name, reference.name, at, ", ".join(what))
-    return Divergence(other.name, reference.name, None, "the copies agree where both hold data")
+            return Divergence(other.name, reference.name, at, ", ".join(what), agreed)
+    return Divergence(other.name, reference.name, None, "the copies agree where both hold data", agreed)
