@@ -101,4 +101,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # run as ``python -m``: the subcommands import this module as ``kraftlog.cli.main``, and only
+    # that module's UsageError and Refused are the ones they raise
+    from kraftlog.cli import main as imported
+
+    sys.exit(imported.main())

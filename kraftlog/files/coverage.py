@@ -37,6 +37,10 @@ def coverage(node: NodeDir, scans: dict[LogFile, FileScan]) -> Coverage:
         end = s.last_offset if end is None else max(end, s.last_offset)
     c.log_end = end
     last_gap_end = max((b for _, b in c.gaps), default=-1)
+    # a snapshot past the log's end proves offsets existed that no segment holds
+    held = max((s.offset - 1 for s in node.snapshots if scans[s].clean and scans[s].batches), default=-1)
+    if end is not None and held > end:
+        c.gaps.append((end + 1, held))
     for snap in reversed(node.snapshots):
         s = scans[snap]
         if not s.clean or s.batches == 0:
