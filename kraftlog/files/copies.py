@@ -31,7 +31,9 @@ def copy_order(last_epoch: int | None, last_offset: int | None, node_id: int | N
 
 
 def minus(lo: int, hi: int, taken: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """[lo, hi] without the (sorted, disjoint) intervals already taken."""
+    """[lo, hi] without the (sorted, disjoint) intervals already taken (nothing when hi < lo)."""
+    if hi < lo:
+        return []
     out = []
     for a, b in taken:
         if b < lo or a > hi:
