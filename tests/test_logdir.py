@@ -121,3 +121,4 @@ def test_real_three_node_copies_agree(corpus):
     assert div["node 2 [kafka2]"] is None and div["node 3 [kafka3]"] is None
     # the "kafka" dir is an earlier formatting of node 1 with the same cluster id: a different log
     assert div["node 1 [kafka]"] == 0
+    assert [d["sameLog"] for d in cluster["divergence"] if d["node"] == "node 1 [kafka]"] == [False]

@@ -88,7 +88,8 @@ def inspect(path: str, limits: Limits) -> dict:
             "newest": newest.node_id,
             "lastOffsets": {n.name: e for e, n in ends},
             "divergence": [
-                {"node": d.node, "reference": d.reference, "offset": d.offset, "detail": d.detail}
+                {"node": d.node, "reference": d.reference, "offset": d.offset, "detail": d.detail,
+                 "sameLog": d.offset is None or d.agreed > 0}
                 for d in (compare_copies(newest, n, limits) for n, _ in members if n is not newest)
             ],
         })
@@ -129,6 +130,8 @@ def _text(report: dict) -> str:
                    f"leader epoch, then end offset): node {c['newest']}")
         for d in c["divergence"]:
             where = f"diverges at offset {d['offset']}: {d['detail']}" if d["offset"] is not None else d["detail"]
+            if not d["sameLog"]:
+                where += " (no batch in common: another log under the same cluster id, kept apart)"
             out.append(f"  {d['node']} vs {d['reference']}: {where}")
     return "\n".join(out)
 
