@@ -170,6 +170,8 @@ def report(built: Rebuilt) -> int:
         t = built.open_transaction
         print(f"kraftlog: a metadata transaction begun at offset {t.begin_offset} is still open there; "
               f"its records are not applied", file=sys.stderr)
+    if not (img.brokers.registrations or img.topics.by_id or img.features.levels):
+        built.notes.append(f"the cluster holds no broker, topic or feature level yet at offset {prov.offset}")
     for note in built.notes:
         print(f"kraftlog: note: {note}", file=sys.stderr)
     messages = built.problems.messages + [f"offset {p.offset} {p.type}: {p.message}" for p in img.problems]
