@@ -165,6 +165,9 @@ def test_a_gap_before_a_later_snapshot_is_reported_and_refused(capsys, tmp_path)
     assert (code, out) == (1, "") and "offset 5535 is on no segment" in err
     code, out, _ = run(capsys, "replay", node, "--offset", 5537)  # exactly what snapshot 5538 holds
     assert code == 0 and json.loads(out)["provenance"]["offset"] == 5537
+    last = json.loads(run(capsys, "replay", node, "--offset", 5532)[1])["provenance"]["timestamp"]
+    code, out, err = run(capsys, "replay", node, "--time", last)  # the log runs out; snapshot 5538 is later
+    assert (code, out) == (1, "") and "the records in between are on no segment" in err
     code, out, err = run(capsys, "replay", node, "--offset", 9000)
     assert (code, out) == (1, "") and "past the end of the log" in err
     code, out, err = run(capsys, "history", node, "--broker", 1, "--format", "jsonl")

@@ -193,4 +193,10 @@ def rebuild(
         else:
             raise Unanswerable(f"offset {offset} is past the end of the log (its last offset is {reached}); "
                                f"--offset end gives the state there")
+    if time_ms is not None and problems.stopped_at is None and seen.last <= reached:
+        later = [s.offset for s in log.snapshots if s.offset - 1 > reached]
+        if later:  # the log ran out before the time, and a snapshot shows it went on
+            raise Unanswerable(f"time {time_ms} is after the last record read (offset {reached}) and the log "
+                               f"went on to the snapshot ending at offset {later[0]}: the records in between "
+                               f"are on no segment; {on_disk(log)}")
     return built
