@@ -10,8 +10,10 @@ log (two clusters that share a cluster id): they are kept apart as separate line
 
 from __future__ import annotations
 
+import filecmp
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from kraftlog.files.coverage import Divergence, compare_copies
 from kraftlog.files.logdir import NodeDir
@@ -56,23 +58,42 @@ class Extent:
     last_offset: int | None = None
 
 
-def extent(node: NodeDir, limits: Limits = Limits()) -> Extent:
-    """Walk the batch headers of every segment (records are not decoded)."""
+def _spans(path: Path, limits: Limits) -> list[tuple[int, int, int]]:
+    """(base offset, last offset, leader epoch) of each batch of one segment, headers only."""
+    return [(b.base_offset, b.last_offset, b.partition_leader_epoch)
+            for b in read_log_file(path, limits, records=False) if not isinstance(b, Region)]
+
+
+def extent(node: NodeDir, limits: Limits = Limits(), walked: dict[str, list] | None = None) -> Extent:
+    """Walk the batch headers of every segment (records are not decoded). ``walked`` (segment name ->
+    [(path, spans)]) lets a segment byte-identical to one already walked in another copy be taken
+    from there."""
+    walked = {} if walked is None else walked
     x = Extent()
     spans = []
     for seg in node.segments:
-        for item in read_log_file(seg.path, limits, records=False):
-            if isinstance(item, Region):
-                continue
-            spans.append((item.base_offset, item.last_offset))
-            if x.last_offset is None or item.last_offset >= x.last_offset:
-                x.last_offset, x.last_epoch = item.last_offset, item.partition_leader_epoch
-    for lo, hi in sorted(spans):
+        known = walked.setdefault(seg.path.name, [])
+        same = next((s for p, s in known if _identical(p, seg.path)), None)
+        if same is None:
+            same = _spans(seg.path, limits)
+            known.append((seg.path, same))
+        spans += same
+    for _, hi, epoch in spans:
+        if x.last_offset is None or hi >= x.last_offset:
+            x.last_offset, x.last_epoch = hi, epoch
+    for lo, hi, _ in sorted(spans):
         if x.runs and lo <= x.runs[-1][1] + 1:
             x.runs[-1] = (x.runs[-1][0], max(hi, x.runs[-1][1]))
         else:
             x.runs.append((lo, hi))
     return x
+
+
+def _identical(a: Path, b: Path) -> bool:
+    try:
+        return filecmp.cmp(a, b, shallow=False)
+    except OSError:
+        return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,7 +210,8 @@ def assemble(nodes: list[NodeDir], limits: Limits = Limits()) -> list[Log]:
     """The log of each lineage among ``nodes`` (copies of one cluster id), best lineage first."""
     if len(nodes) == 1:
         return [Log.of(nodes[0])]
-    extents = {id(n): extent(n, limits) for n in nodes}
+    walked: dict[str, list] = {}
+    extents = {id(n): extent(n, limits, walked) for n in nodes}
     ranked = sorted(nodes, key=lambda n: copy_order(extents[id(n)].last_epoch, extents[id(n)].last_offset,
                                                     n.node_id, str(n.log_dir)))
     logs = []
