@@ -10,12 +10,11 @@ log (two clusters that share a cluster id): they are kept apart as separate line
 
 from __future__ import annotations
 
-import filecmp
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kraftlog.files.coverage import Divergence, compare_copies
+from kraftlog.files.coverage import Divergence, compare_copies, identical
 from kraftlog.files.logdir import NodeDir
 from kraftlog.files.paths import LogFile
 from kraftlog.files.reader import Limits, Region, read_log_file
@@ -73,7 +72,7 @@ def extent(node: NodeDir, limits: Limits = Limits(), walked: dict[str, list] | N
     spans = []
     for seg in node.segments:
         known = walked.setdefault(seg.path.name, [])
-        same = next((s for p, s in known if _identical(p, seg.path)), None)
+        same = next((s for p, s in known if identical(p, seg.path)), None)
         if same is None:
             same = _spans(seg.path, limits)
             known.append((seg.path, same))
@@ -87,13 +86,6 @@ def extent(node: NodeDir, limits: Limits = Limits(), walked: dict[str, list] | N
         else:
             x.runs.append((lo, hi))
     return x
-
-
-def _identical(a: Path, b: Path) -> bool:
-    try:
-        return filecmp.cmp(a, b, shallow=False)
-    except OSError:
-        return False
 
 
 @dataclass(frozen=True, slots=True)

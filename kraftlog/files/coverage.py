@@ -3,6 +3,7 @@
 import filecmp
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from kraftlog.files.logdir import FileScan, NodeDir
 from kraftlog.files.paths import LogFile
@@ -84,15 +85,17 @@ def _same_files(a: NodeDir, b: NodeDir) -> set[str]:
     """Names of the segments both copies hold byte for byte (compared at C speed: their batches agree
     without being walked)."""
     theirs = {s.path.name: s.path for s in b.segments}
-    same = set()
-    for seg in a.segments:
-        other = theirs.get(seg.path.name)
-        try:
-            if other is not None and filecmp.cmp(seg.path, other, shallow=False):
-                same.add(seg.path.name)
-        except OSError:
-            continue  # walked like any other segment, where the reader reports it
-    return same
+    return {seg.path.name for seg in a.segments
+            if seg.path.name in theirs and identical(seg.path, theirs[seg.path.name])}
+
+
+def identical(a: Path, b: Path) -> bool:
+    """Whether two files hold the same bytes; an unreadable one is walked like any other segment,
+    where the reader reports it."""
+    try:
+        return filecmp.cmp(a, b, shallow=False)
+    except OSError:
+        return False
 
 
 def compare_copies(reference: NodeDir, other: NodeDir, limits: Limits = Limits()) -> Divergence:
