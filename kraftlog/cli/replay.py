@@ -13,7 +13,7 @@ def add_parser(sub) -> None:
         "controllers, topics and partitions, configs, quotas, ACLs, SCRAM (redacted), delegation tokens, "
         "producer ids. A single .checkpoint file as PATH gives the state it holds. How the state was "
         "reached and any problems go to stderr; exit 1 when there were problems. A point the log on disk cannot "
-        "answer (before anything on disk, in a gap a later snapshot proves, past the end) is refused: exit 1, "
+        "answer (before anything on disk, or in a gap a later snapshot proves) is refused: exit 1, "
         "nothing on stdout.")
     target.add_node_args(p)
     target.add_point_args(p, required=False)

@@ -71,7 +71,7 @@ def _until_time(entries: Iterable[Entry], time_ms: int) -> Iterator[Entry]:
 
 class Unanswerable(ValueError):
     """A point whose state the log on disk cannot give truthfully (before anything on disk, inside
-    a gap, past the end); the message names what is on disk."""
+    a gap); the message names what is on disk."""
 
 
 def as_log(source: NodeDir | Log) -> Log:
@@ -164,8 +164,8 @@ def rebuild(
     ``base``: "auto" = the latest snapshot at or below the target, "none" = the log from its first
     offset, or the path of a ``.checkpoint`` to start from. ``apply_invalid=False``: the log ends at
     the first batch that fails its CRC. Raises ``Unanswerable`` for a point before anything on disk,
-    one inside a gap (offsets no segment holds while a later record or snapshot shows they existed)
-    and one past the end of the log."""
+    and one inside a gap (offsets no segment holds while a later record or snapshot shows they
+    existed). Past the end of the log the state is the end's, with a note."""
     log = as_log(source)
     if not log.pieces and not log.snapshots:
         raise Unanswerable(f"nothing to replay: {on_disk(log)}")
@@ -190,9 +190,8 @@ def rebuild(
             found = seen.last if seen.last > offset else f"snapshot ending at offset {later[0]}"
             raise Unanswerable(f"offset {offset} is on no segment: the log read jumps from offset {reached} to "
                                f"{found}; {on_disk(log)}")
-        else:
-            raise Unanswerable(f"offset {offset} is past the end of the log (its last offset is {reached}); "
-                               f"--offset end gives the state there")
+        else:  # as the Spark job's views: past the end, the state at the end, with a note
+            built.notes.append(f"the log ends at offset {reached}, before the requested offset {offset}")
     if time_ms is not None and problems.stopped_at is None and seen.last <= reached:
         later = [s.offset for s in log.snapshots if s.offset - 1 > reached]
         if later:  # the log ran out before the time, and a snapshot shows it went on
