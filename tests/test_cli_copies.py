@@ -209,3 +209,21 @@ def test_replay_stops_at_the_first_batch_that_fails_its_crc(capsys, tmp_path):
     assert f"(offset {bad.base_offset}) fails its CRC: Kafka truncates the log there" in err
     code, out, _ = run(capsys, "replay", node, "--offset", "end", "--apply-invalid")
     assert code == 1 and json.loads(out)["provenance"]["offset"] > bad.base_offset
+
+
+def test_a_batch_one_copy_holds_damaged_comes_from_a_copy_holding_it_valid(capsys, tmp_path):
+    root = copy_of(THREE, tmp_path, "node-1", "node-2")
+    seg = root / "node-1" / META / "00000000000000000891.log"
+    bad = next(b for b in batches(seg) if b.base_offset >= 1000)
+    with open(seg, "r+b") as f:
+        f.seek(bad.position + bad.size - 1)
+        last = f.read(1)
+        f.seek(-1, 1)
+        f.write(bytes([last[0] ^ 0xFF]))
+    code, out, err = run(capsys, "replay", root, "--offset", "end", "--base", "none")
+    whole = run(capsys, "replay", THREE, "--node", 2, "--offset", "end", "--base", "none")[1]
+    assert code == 0 and json.loads(out) == json.loads(whole)
+    assert f"offsets {bad.base_offset}-{bad.last_offset} from node 2 [node-2]" in err
+    assert f"node 1 [node-1]: the batch at offsets {bad.base_offset}-{bad.last_offset} fails its CRC" in err
+    code, out, err = run(capsys, "replay", root, "--node", 1, "--offset", "end", "--base", "none")
+    assert code == 1 and json.loads(out)["provenance"]["offset"] == bad.base_offset - 1

@@ -52,14 +52,15 @@ def minus(lo: int, hi: int, taken: list[tuple[int, int]]) -> list[tuple[int, int
 class Extent:
     """The offsets a copy's segments hold (contiguous runs) and its last batch."""
 
-    runs: list[tuple[int, int]] = field(default_factory=list)
-    last_epoch: int | None = None
+    runs: list[tuple[int, int]] = field(default_factory=list)  # of valid batches
+    last_epoch: int | None = None  # of the last valid batch: Kafka truncates at an invalid one
     last_offset: int | None = None
+    damaged: list[tuple[int, int]] = field(default_factory=list)  # offsets of batches failing their CRC
 
 
-def _spans(path: Path, limits: Limits) -> list[tuple[int, int, int]]:
-    """(base offset, last offset, leader epoch) of each batch of one segment, headers only."""
-    return [(b.base_offset, b.last_offset, b.partition_leader_epoch)
+def _spans(path: Path, limits: Limits) -> list[tuple[int, int, int, bool]]:
+    """(base offset, last offset, leader epoch, CRC valid) of each batch of one segment, headers only."""
+    return [(b.base_offset, b.last_offset, b.partition_leader_epoch, b.is_valid)
             for b in read_log_file(path, limits, records=False) if not isinstance(b, Region)]
 
 
@@ -77,10 +78,12 @@ def extent(node: NodeDir, limits: Limits = Limits(), walked: dict[str, list] | N
             same = _spans(seg.path, limits)
             known.append((seg.path, same))
         spans += same
-    for _, hi, epoch in spans:
+    x.damaged = [(lo, hi) for lo, hi, _, valid in spans if not valid]
+    spans = [span for span in spans if span[3]]
+    for _, hi, epoch, _ in spans:
         if x.last_offset is None or hi >= x.last_offset:
             x.last_offset, x.last_epoch = hi, epoch
-    for lo, hi, _ in sorted(spans):
+    for lo, hi, _, _ in sorted(spans):
         if x.runs and lo <= x.runs[-1][1] + 1:
             x.runs[-1] = (x.runs[-1][0], max(hi, x.runs[-1][1]))
         else:
@@ -109,6 +112,7 @@ class Log:
     pieces: list[Piece]
     snapshots: list[LogFile]
     divergences: list[Divergence] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # for stderr: damage another copy made up for
 
     @classmethod
     def of(cls, node: NodeDir) -> Log:
@@ -148,7 +152,7 @@ class Log:
             else:
                 lines.append(f"{d.node} diverges from {d.reference} at offset {d.offset} ({d.detail}): "
                              f"nothing of it from offset {d.offset} on is read")
-        return lines
+        return lines + self.notes
 
     def entries(self, start: int, limits: Limits, problems: ReadProblems,
                 apply_invalid: bool = False) -> Iterator[Entry]:
@@ -159,7 +163,7 @@ class Log:
         for piece in self.pieces:
             if piece.hi < start:
                 continue
-            for e in _node_entries(piece.node, max(start, piece.lo), limits, problems, apply_invalid):
+            for e in _node_entries(piece.node, max(start, piece.lo), piece.hi, limits, problems, apply_invalid):
                 if e.offset > piece.hi:
                     break
                 if e.offset > expected >= 0 and e.offset != expected:
@@ -170,7 +174,7 @@ class Log:
                 return
 
 
-def _node_entries(node: NodeDir, start: int, limits: Limits, problems: ReadProblems,
+def _node_entries(node: NodeDir, start: int, until: int, limits: Limits, problems: ReadProblems,
                   apply_invalid: bool) -> Iterator[Entry]:
     """A copy's records from ``start`` on. A segment whose successor is named at or below ``start``
     holds only earlier offsets (a segment's name is its base offset, as Kafka has it): not read."""
@@ -178,7 +182,9 @@ def _node_entries(node: NodeDir, start: int, limits: Limits, problems: ReadProbl
     for i, seg in enumerate(segments):
         if i + 1 < len(segments) and segments[i + 1].offset <= start:
             continue
-        yield from iter_entries(seg, limits, problems, start=start, stop_at_invalid=not apply_invalid)
+        if seg.offset > until:
+            return
+        yield from iter_entries(seg, limits, problems, start=start, stop_at_invalid=not apply_invalid, until=until)
         if problems.stopped_at is not None:
             return
 
@@ -211,19 +217,26 @@ def assemble(nodes: list[NodeDir], limits: Limits = Limits()) -> list[Log]:
         if len(group) == 1:
             logs.append(Log.of(group[0][0]))
             continue
-        pieces, taken = [], []
-        for node, d in group:
-            limit = (d.offset if d is not None and d.offset is not None else NO_END) - 1
-            for lo, hi in extents[id(node)].runs:
-                for a, b in minus(lo, min(hi, limit), taken):
-                    pieces.append(Piece(node, a, b))
-                    taken.append((a, b))
-                    taken.sort()
+        pieces, taken, notes = [], [], []
+        # valid batches first; a batch failing its CRC only where no copy holds the offsets valid
+        # (read there, it ends the log as Kafka's recovery would)
+        for spans in ("runs", "damaged"):
+            for node, d in group:
+                limit = (d.offset if d is not None and d.offset is not None else NO_END) - 1
+                for lo, hi in getattr(extents[id(node)], spans):
+                    free = minus(lo, min(hi, limit), taken)
+                    if spans == "damaged" and free != [(lo, min(hi, limit))]:
+                        notes.append(f"{node.name}: the batch at offsets {lo}-{hi} fails its CRC; another copy "
+                                     f"supplies what it holds of them")
+                    for a, b in free:
+                        pieces.append(Piece(node, a, b))
+                        taken.append((a, b))
+                        taken.sort()
         pieces.sort(key=lambda p: p.lo)
         snapshots: dict[tuple[int, int], LogFile] = {}
         for node, _ in group:
             for s in node.snapshots:
                 snapshots.setdefault((s.offset, s.epoch), s)
         logs.append(Log(group[0][0].cluster_id, [n for n, _ in group], pieces,
-                        [snapshots[k] for k in sorted(snapshots)], [d for _, d in group if d is not None]))
+                        [snapshots[k] for k in sorted(snapshots)], [d for _, d in group if d is not None], notes))
     return logs

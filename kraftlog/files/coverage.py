@@ -77,7 +77,7 @@ def _batch_keys(node: NodeDir, limits: Limits, left_out: set[str]) -> Iterator[t
         if seg.path.name in left_out:
             continue
         for item in read_log_file(seg.path, limits, records=False):
-            if not isinstance(item, Region):
+            if not isinstance(item, Region) and item.is_valid:  # damage, not another history
                 yield item.base_offset, item.last_offset, item.partition_leader_epoch, item.crc
 
 
@@ -100,7 +100,8 @@ def identical(a: Path, b: Path) -> bool:
 
 def compare_copies(reference: NodeDir, other: NodeDir, limits: Limits = Limits()) -> Divergence:
     """Walk both copies' batches in offset order (streaming) to the first batch that differs; segments
-    both hold byte for byte are not walked."""
+    both hold byte for byte are not walked. A batch failing its CRC is left out (damage, which
+    ``scan_file`` reports, not a different history)."""
     same = _same_files(reference, other)
     a, b = _batch_keys(reference, limits, same), _batch_keys(other, limits, same)
     x, y = next(a, None), next(b, None)

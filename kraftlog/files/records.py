@@ -31,9 +31,10 @@ class ReadProblems:
 
 def iter_entries(
     lf: LogFile, limits: Limits = Limits(), problems: ReadProblems | None = None, start: int = -1,
-    stop_at_invalid: bool = False,
+    stop_at_invalid: bool = False, until: int | None = None,
 ) -> Iterator[Entry]:
-    """Decoded records of one file with offset >= ``start``; unreadable parts go to ``problems``.
+    """Decoded records of one file with ``start`` <= offset (<= ``until``: nothing after it is read);
+    unreadable parts go to ``problems``.
 
     ``stop_at_invalid``: end at the first batch that fails its CRC, as Kafka truncates a log there
     on recovery (``problems.stopped_at`` says where; ``problems`` is then required)."""
@@ -42,8 +43,12 @@ def iter_entries(
             if problems is not None:
                 problems.add(lf, f"{item.length} bytes at {item.position} skipped ({item.reason}: {item.detail})")
             continue
+        if until is not None and item.base_offset > until:
+            return
+        if item.last_offset < start:
+            continue  # wholly before what is asked: not read, so its damage is not this answer's
         if problems is not None:
-            if not item.is_valid and stop_at_invalid and item.last_offset >= start:
+            if not item.is_valid and stop_at_invalid:
                 problems.add(lf, f"batch at {item.position} (offset {item.base_offset}) fails its CRC: Kafka "
                              f"truncates the log there on recovery, so reading stops (--apply-invalid goes on)")
                 problems.stopped_at = item.base_offset
