@@ -123,6 +123,8 @@ def test_two_clusters_sharing_an_id_and_node_ids_are_kept_apart(capsys, two_clus
         code, out, err = run(capsys, "replay", two_clusters, "--offset", "end", "--cluster", label)
         assert code == 0 and "unrelated logs" in err
         ends[label] = json.loads(out)
+    assert run(capsys, "replay", two_clusters, "--offset", "end", "--cluster", f"{a}/3")[0] == 2
+    assert run(capsys, "replay", two_clusters, "--offset", "end", "--node", 7)[0] == 2
     # each lineage is one cluster's log alone: never a mix
     by_dir = {run(capsys, "replay", two_clusters / d, "--offset", "end")[1] for d in "ab"}
     assert {json.dumps(v, indent=2) + "\n" for v in ends.values()} == by_dir
