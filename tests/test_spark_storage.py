@@ -55,7 +55,7 @@ def test_a_segment_truncated_after_discovery_is_a_problem_row_not_lost_in_silenc
 
     monkeypatch.setattr(job_module, "discover", then_truncate)
     run(spark, Options(inputs=[str(copy)], output=str(tmp_path / "out")))
-    problems = [p for p in table(tmp_path / "out", "problems") if p["kind"] == "unreadable-file"]
+    problems = [p for p in table(tmp_path / "out", "problems") if p["kind"] == "unreadable"]
     assert [(p["file"], p["detail"]) for p in problems] == [
-        (str(segment), f"{segment}: is not the file that was listed: {size} bytes when listed, {size // 2} now")]
+        (str(segment), f"is not the file that was listed: {size} bytes when listed, {size // 2} now")]
     assert not [b for b in table(tmp_path / "out", "batches") if b["file"] == str(segment)]

@@ -53,6 +53,7 @@ def test_a_fifo_named_like_a_segment_is_skipped_not_read(tmp_path):
     assert done, "discovery hung on a FIFO"
     node, = done[0]
     assert node.segments == [] and node.skipped == [(md / "00000000000000000000.log", "not a regular file")]
+    assert node.unreadable == [(md / "00000000000000000000.log", "a special file where a segment should be")]
     with pytest.raises(StorageError, match="not a regular file"):
         Source(md / "00000000000000000000.log").read_at(0, 10)  # opened without blocking, then refused
 
@@ -75,9 +76,9 @@ def test_an_oversized_quorum_state_is_a_problem_not_read_whole(tmp_path):
     with open(md / "quorum-state", "wb") as f:
         f.truncate(storage.SMALL_FILE_CAP + 1)  # sparse: no disk spent
     node, = find_nodes(tmp_path)
-    assert node.quorum_state is None
-    assert node.problems == [f"quorum-state unreadable: {md / 'quorum-state'}: {storage.SMALL_FILE_CAP + 1} bytes, "
-                             f"more than the {storage.SMALL_FILE_CAP} such a file can hold"]
+    assert node.quorum_state is None and node.problems == []
+    assert node.unreadable == [(md / "quorum-state", f"{storage.SMALL_FILE_CAP + 1} bytes, more than the "
+                                                     f"{storage.SMALL_FILE_CAP} such a file can hold")]
 
 
 def test_a_source_reads_short_after_the_file_shrinks_and_names_a_vanished_file(tmp_path):

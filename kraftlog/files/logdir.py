@@ -60,10 +60,12 @@ class FileScan:
     skipped_bytes: int = 0
     regions: list[Region] = field(default_factory=list)
     discontinuities: list[tuple[int, int]] = field(default_factory=list)  # (expected, found)
+    unreadable: str | None = None  # why the file could not be opened or read to its end
 
     @property
     def clean(self) -> bool:
-        return not self.invalid_batches and not self.skipped_bytes and not self.discontinuities
+        return (not self.invalid_batches and not self.skipped_bytes and not self.discontinuities
+                and self.unreadable is None)
 
 
 @dataclass(slots=True)
@@ -81,6 +83,7 @@ class NodeDir:
     partition_metadata: dict[str, str] | None = None
     skipped: list[tuple[Where, str]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    unreadable: list[tuple[Where, str]] = field(default_factory=list)  # files that could not be read, and why
     stats: dict[str, storage.Stat] = field(default_factory=dict)  # str(path) -> what listing it said
 
     @property
@@ -188,34 +191,54 @@ def find_nodes(path: str | os.PathLike | Remote) -> list[NodeDir]:
 
 
 def load_node(log_dir: Where, metadata_dir: Where | None) -> NodeDir:
+    """One copy's files; a file that cannot be read is a problem of the node (one line naming it and
+    why), never an exception."""
     node = NodeDir(log_dir, metadata_dir)
-    if storage.stat(log_dir / "meta.properties").kind == "file":
+
+    def read(path: Where, parse):
         try:
-            node.meta = read_meta_properties(log_dir / "meta.properties")
-        except storage.StorageError as e:
-            node.problems.append(f"meta.properties unreadable: {e}; cluster and node id unknown")
+            return parse(path)
+        except OSError as e:  # StorageError says "<path>: why"; the path is in the entry already
+            node.unreadable.append((path, str(e).removeprefix(f"{path}: ") if isinstance(e, storage.StorageError)
+                                    else e.strerror or str(e)))
+            return None
+
+    if _is_file(log_dir / "meta.properties"):
+        node.meta = read(log_dir / "meta.properties", read_meta_properties)
     else:
         node.problems.append("no meta.properties: cluster and node id unknown")
-    if (s := storage.stat(log_dir / BOOTSTRAP)).kind == "file":
+    if _is_file(log_dir / BOOTSTRAP):
         node.bootstrap = classify(log_dir / BOOTSTRAP)
-        node.stats[str(log_dir / BOOTSTRAP)] = s
     if metadata_dir is None:
         return node
-    for p, s, _ in storage.listdir(metadata_dir):
+    for p, s, _ in read(metadata_dir, storage.listdir) or []:
         node.stats[str(p)] = s
-        if s.kind != "file":
-            node.skipped.append((p, "not a file" if s.kind != "other" else "not a regular file"))
-            continue
         lf = classify(p)
+        if s.kind != "file":
+            node.skipped.append((p, "not a regular file" if s.kind == "other" else "not a file"))
+            if lf.kind != "other":
+                node.unreadable.append((p, f"a {'directory' if s.kind == 'dir' else 'special file'} where a "
+                                           f"{lf.kind} should be"))
+            continue
         if lf.kind == "segment":
             node.segments.append(lf)
         elif lf.kind == "snapshot":
             node.snapshots.append(lf)
-        elif p.name in _KNOWN_TEXT:
+        elif p.name == "quorum-state":
+            text = read(p, storage.read_small)  # decoded by json.loads: bad UTF-8 is "not JSON" too
             try:
-                _known_text(node, p)
-            except storage.StorageError as e:
-                node.problems.append(f"{p.name} unreadable: {e}")
+                state = json.loads(text) if text is not None else None
+            except (ValueError, RecursionError) as e:  # RecursionError: nesting too deep
+                node.problems.append(f"quorum-state is not JSON: {e}")
+            else:
+                if isinstance(state, dict):
+                    node.quorum_state = state
+                elif text is not None:
+                    node.problems.append(f"quorum-state is JSON but not an object: {type(state).__name__}")
+        elif p.name == "leader-epoch-checkpoint":
+            node.leader_epochs = read(p, read_leader_epoch_checkpoint) or []
+        elif p.name == "partition.metadata":
+            node.partition_metadata = read(p, lambda f: _properties(_text(f)))
         else:
             why = next((w for s, w in SKIPPED_SUFFIXES.items() if p.name.endswith(s)), "not a Kafka log file")
             node.skipped.append((p, why))
@@ -224,46 +247,41 @@ def load_node(log_dir: Where, metadata_dir: Where | None) -> NodeDir:
     return node
 
 
-def _known_text(node: NodeDir, p: Where) -> None:
-    """``quorum-state``, ``leader-epoch-checkpoint`` or ``partition.metadata`` into ``node``."""
-    if p.name == "quorum-state":
-        try:
-            state = json.loads(storage.read_small(p).decode())
-        except (ValueError, RecursionError) as e:  # UnicodeDecodeError is a ValueError; RecursionError: nesting too deep
-            node.problems.append(f"quorum-state is not JSON: {e}")
-        else:
-            if isinstance(state, dict):
-                node.quorum_state = state
-            else:
-                node.problems.append(f"quorum-state is JSON but not an object: {type(state).__name__}")
-    elif p.name == "leader-epoch-checkpoint":
-        node.leader_epochs = read_leader_epoch_checkpoint(p)
-    else:
-        node.partition_metadata = _properties(_text(p))
+def _is_file(path: Where) -> bool:
+    """A regular file is there (one that cannot be looked at is not: as ``Path.is_file``)."""
+    try:
+        return storage.stat(path).kind == "file"
+    except storage.StorageError:
+        return False
 
 
 def scan_file(lf: LogFile, limits: Limits = Limits()) -> FileScan:
-    """Walk a file's batch headers: offsets, timestamps, epochs, CRCs, reported regions."""
-    s = FileScan(lf, bytes=lf.path.stat().st_size)
+    """Walk a file's batch headers: offsets, timestamps, epochs, CRCs, reported regions; a file that
+    cannot be opened or read to its end says why in ``unreadable``."""
+    s = FileScan(lf)
     expected = None
     lo = hi = None
-    for item in read_log_file(lf.path, limits, records=False):
-        if isinstance(item, Region):
-            s.regions.append(item)
-            s.skipped_bytes += item.length
-            continue
-        s.batches += 1
-        s.batch_bytes += item.size
-        s.records += max(item.records_count, 0)
-        s.invalid_batches += not item.is_valid
-        if expected is not None and item.base_offset != expected:
-            s.discontinuities.append((expected, item.base_offset))
-        expected = item.last_offset + 1
-        if s.first_offset is None:
-            s.first_offset, s.first_timestamp = item.base_offset, item.max_timestamp
-        s.last_offset, s.last_timestamp = item.last_offset, item.max_timestamp
-        epoch = item.partition_leader_epoch
-        lo = epoch if lo is None else min(lo, epoch)
-        hi = epoch if hi is None else max(hi, epoch)
+    try:
+        s.bytes = lf.path.stat().st_size
+        for item in read_log_file(lf.path, limits, records=False):
+            if isinstance(item, Region):
+                s.regions.append(item)
+                s.skipped_bytes += item.length
+                continue
+            s.batches += 1
+            s.batch_bytes += item.size
+            s.records += max(item.records_count, 0)
+            s.invalid_batches += not item.is_valid
+            if expected is not None and item.base_offset != expected:
+                s.discontinuities.append((expected, item.base_offset))
+            expected = item.last_offset + 1
+            if s.first_offset is None:
+                s.first_offset, s.first_timestamp = item.base_offset, item.max_timestamp
+            s.last_offset, s.last_timestamp = item.last_offset, item.max_timestamp
+            epoch = item.partition_leader_epoch
+            lo = epoch if lo is None else min(lo, epoch)
+            hi = epoch if hi is None else max(hi, epoch)
+    except OSError as e:
+        s.unreadable = e.strerror or str(e)
     s.epochs = None if lo is None else (lo, hi)
     return s

@@ -276,9 +276,9 @@ def _errors(meta: FileMeta, w: Walk, out: list[Note]) -> None:
 
 
 def _unreadable(meta: FileMeta, e: StorageError) -> Note:
-    """A file that could not be read, or not to its end, as the one line that says why (its path,
-    and whether it vanished, changed since it was listed, or changed while read)."""
-    return (meta.file_id, "unreadable", json.dumps({"detail": str(e)}))
+    """A file that could not be read, or not to its end, as the one line that says why (whether it
+    vanished, changed since it was listed, changed while read, or cannot be opened)."""
+    return (meta.file_id, "unreadable", json.dumps({"detail": str(e).removeprefix(f"{meta.file}: ")}))
 
 
 def read_file(meta: FileMeta, buf: bytes | Source, batches: Parts, root: str, run_id: str, limits: Limits = Limits(),

@@ -26,7 +26,7 @@ class FileEntry(NamedTuple):
     node_id: int | None
     log_dir: str
     file: str
-    kind: str  # segment | snapshot | bootstrap | skipped
+    kind: str  # segment | snapshot | bootstrap | skipped | unreadable (skip_reason says why)
     name_offset: int | None  # segment base offset, snapshot end offset (from the file name)
     name_epoch: int | None  # snapshot epoch
     bytes: int
@@ -83,6 +83,19 @@ def local_path(path: str) -> str:
     return str(where(path))
 
 
+def cannot_open(path: Where) -> str | None:
+    """Why the driver cannot open a local ``path`` (permission denied, an I/O error), or None: such a
+    file is a ``problems`` row of kind ``unreadable``, not a failed task. A file of a store is not
+    opened here (a request per file): a task that cannot read it says so, as the same kind of row."""
+    if isinstance(path, Remote):
+        return None
+    try:
+        with open(path, "rb"):
+            return None
+    except OSError as e:
+        return e.strerror or str(e)
+
+
 def cluster_of(node: NodeDir) -> str:
     """The cluster id; a copy without ``meta.properties`` is a cluster of its own."""
     return node.cluster_id or f"unknown:{node.log_dir.absolute()}"
@@ -130,8 +143,12 @@ def discover(inputs: list[str]) -> Inventory:
                                            copy.log_dir, str(path.absolute()), kind, offset, epoch,
                                            found.size if found.kind == "file" else 0, why))
 
+            unreadable = dict(node.unreadable)
             for lf in [*([node.bootstrap] if node.bootstrap else []), *node.snapshots, *node.segments]:
-                add(lf.path, lf.kind, lf.offset, lf.epoch, None)
+                why = cannot_open(lf.path)
+                add(lf.path, lf.kind if why is None else "unreadable", lf.offset, lf.epoch, why)
             for path, why in node.skipped:
-                add(path, "skipped", None, None, why)
+                add(path, "skipped" if path not in unreadable else "unreadable", None, None, unreadable.pop(path, why))
+            for path, why in unreadable.items():
+                add(path, "unreadable", None, None, why)
     return inv
