@@ -1,16 +1,19 @@
 """The storage layer: what a path or URI means, listings and reads that stay bounded on odd files,
 and discovery on S3 (a local moto server) finding what it finds on disk."""
 
+import dataclasses
 import os
 import threading
+from collections import deque
 from pathlib import Path
 
 import pytest
 
 from cluster_support import s3  # noqa: F401
 from kraftlog.files import storage
-from kraftlog.files.logdir import MAX_DEPTH, TooDeep, find_nodes
+from kraftlog.files.logdir import MAX_DEPTH, TooDeep, find_nodes, scan_file
 from kraftlog.files.storage import Remote, Source, StorageError, resolve
+from kraftlog.report import collect
 from kraftlog.spark.discover import InputError, discover
 from spark_support import fixtures  # noqa: F401
 
@@ -128,3 +131,34 @@ def test_a_store_that_cannot_be_reached_is_one_line_not_a_traceback(uri):
     with pytest.raises(InputError) as e:
         discover([uri])
     assert str(e.value).startswith(f"--input {uri}: {uri}: ") and "\n" not in str(e.value)
+
+
+def _plain(value):
+    """A report's model as plain values (its capped lists compare by what they hold)."""
+    if dataclasses.is_dataclass(value):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | deque):
+        return [_plain(v) for v in value]
+    if hasattr(value, "__dict__"):
+        return {type(value).__name__: {n: _plain(v) for n, v in vars(value).items()}}
+    return value
+
+
+def test_a_node_in_s3_scans_and_reports_as_on_disk(s3, fixtures):  # noqa: F811
+    """The files layer's reader takes a Remote: a node found in a store scans (``inspect``'s numbers)
+    and collects (``kraftlog report``'s timeline, as the job's ``--report`` makes it) as on disk."""
+    local = fixtures / "three-nodes"
+    uri = s3.upload(local, s3.bucket("report") + "/three-nodes")
+    here = {n.node_id: n for n in find_nodes(local)}
+    there = {n.node_id: n for n in find_nodes(resolve(uri))}
+    for node_id, node in here.items():
+        files = [*node.segments, *node.snapshots]
+        remote_files = [*there[node_id].segments, *there[node_id].snapshots]
+        scans = [dataclasses.replace(scan_file(f), file=None) for f in files]
+        assert scans == [dataclasses.replace(scan_file(f), file=None) for f in remote_files]
+        assert sum(s.records for s in scans) > 1000 and all(s.unreadable is None for s in scans)
+        a, b = collect(node), collect(there[node_id])
+        assert b.source.startswith(uri) and a.source.startswith(str(local))
+        assert _plain(dataclasses.replace(a, source="")) == _plain(dataclasses.replace(b, source=""))

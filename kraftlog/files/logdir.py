@@ -262,7 +262,7 @@ def scan_file(lf: LogFile, limits: Limits = Limits()) -> FileScan:
     expected = None
     lo = hi = None
     try:
-        s.bytes = lf.path.stat().st_size
+        s.bytes = storage.stat(lf.path).size
         for item in read_log_file(lf.path, limits, records=False):
             if isinstance(item, Region):
                 s.regions.append(item)
