@@ -265,18 +265,23 @@ def s3(tmp_path_factory):
 @pytest.fixture(scope="session")
 def spark_connect(tmp_path_factory):
     """A Spark Connect server (``local[2]``, pyspark's own ``spark-connect`` jar) on 127.0.0.1 for the
-    whole session: its ``sc://127.0.0.1:PORT`` URL. Its Python workers run this venv's Python."""
+    whole session: its ``sc://127.0.0.1:PORT`` URL. Its Python workers run this venv's Python without
+    the editable install's finder, so kraftlog reaches them only as a client ships it
+    (``spark.addArtifacts(zip, pyfile=True)``), as on a shared Connect cluster."""
     _need("run Java (the Spark Connect server)", ["java", "-version"])
     if not list((SPARK_HOME / "jars").glob("spark-connect_*.jar")):
         pytest.skip(f"pyspark {pyspark.__version__} ships no spark-connect jar in {SPARK_HOME / 'jars'}")
     work = tmp_path_factory.mktemp("connect")
+    (work / "guard").mkdir()
+    (work / "guard" / "sitecustomize.py").write_text(_GUARD)
     server = Daemon("Spark Connect server", [
         str(SPARK_HOME / "bin" / "spark-submit"), "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
         "--name", "kraftlog-tests-connect", "--master", "local[2]",
         "--conf", "spark.connect.grpc.binding.address=127.0.0.1", "--conf", "spark.connect.grpc.binding.port=0",
         "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
         "--conf", "spark.ui.enabled=false", "--conf", f"spark.pyspark.python={PYTHON}",
-        "--conf", "spark.sql.shuffle.partitions=4", "spark-internal"], work / "connect.log", clean_env(), cwd=work)
+        "--conf", "spark.sql.shuffle.partitions=4", "spark-internal"], work / "connect.log",
+        clean_env(PYTHONPATH=str(work / "guard")), cwd=work)
     try:
         port = server.wait_for(r"Spark Connect server started at: \S*?:(\d+)")[1]
         yield f"sc://127.0.0.1:{port}"

@@ -1,6 +1,7 @@
 """The real parts ``cluster_support`` starts do what the cluster and object-storage tests rely on:
 the worker's executors run this venv's Python with kraftlog from the shipped zip and cannot see the
-driver's files; moto stores and returns objects; a Connect client runs queries and Python functions."""
+driver's files; moto stores and returns objects; a Connect client runs queries and Python functions,
+whose workers import kraftlog only as the client ships it."""
 
 import json
 import subprocess
@@ -8,7 +9,7 @@ import textwrap
 
 import pytest
 
-from cluster_support import PYTHON, clean_env, s3, spark_cluster, spark_connect  # noqa: F401
+from cluster_support import PYTHON, clean_env, package_zip, s3, spark_cluster, spark_connect  # noqa: F401
 
 pytestmark = pytest.mark.spark
 
@@ -80,18 +81,35 @@ def double(batches):
         yield pa.RecordBatch.from_pydict({"id": pa.compute.multiply(b.column("id"), 2)})
 
 
+def where_kraftlog(batches):
+    import kraftlog  # from what the client shipped, or nowhere
+
+    for b in batches:
+        yield pa.RecordBatch.from_pydict({"file": [kraftlog.__file__] * b.num_rows})
+
+
+try:
+    spark.range(1).mapInArrow(where_kraftlog, "file string").collect()
+    unshipped = "imported"
+except Exception as e:
+    unshipped = "No module named 'kraftlog'" in str(e)
+spark.addArtifacts(sys.argv[2], pyfile=True)
 print(json.dumps({
     "sum": spark.range(10).selectExpr("sum(id) AS s").collect()[0]["s"],
     "python": spark.range(3).mapInArrow(double, "id long").collect()[2]["id"],
     "remote": type(spark).__module__,
+    "unshipped": unshipped,
+    "shipped": spark.range(1).mapInArrow(where_kraftlog, "file string").collect()[0]["file"],
 }))
 '''
 
 
 def test_a_connect_client_runs_a_query_and_a_python_function(spark_connect, tmp_path):  # noqa: F811
     assert spark_connect.startswith("sc://127.0.0.1:")
-    proc = subprocess.run([PYTHON, "-c", textwrap.dedent(_CONNECT), spark_connect], capture_output=True, text=True,
-                          timeout=300, env=clean_env(), cwd=tmp_path)
+    zipped = package_zip(tmp_path / "kraftlog.zip")
+    proc = subprocess.run([PYTHON, "-c", textwrap.dedent(_CONNECT), spark_connect, str(zipped)], capture_output=True,
+                          text=True, timeout=300, env=clean_env(), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert out == {"sum": 45, "python": 4, "remote": "pyspark.sql.connect.session"}
+    assert "kraftlog.zip" in out.pop("shipped")  # the server's workers import what the client shipped
+    assert out == {"sum": 45, "python": 4, "remote": "pyspark.sql.connect.session", "unshipped": True}
