@@ -91,6 +91,14 @@ class Daemon:
         self.proc.wait()
 
 
+def guard(folder: Path) -> Path:
+    """``folder/guard`` holding the ``sitecustomize`` that hides the editable install: a
+    ``PYTHONPATH`` for interpreters that must get kraftlog only as Spark ships it."""
+    (folder / "guard").mkdir()
+    (folder / "guard" / "sitecustomize.py").write_text(_GUARD)
+    return folder / "guard"
+
+
 def _need(what: str, argv: list[str]) -> None:
     """Skip, saying why, where this machine cannot do ``what``."""
     try:
@@ -164,8 +172,7 @@ def spark_cluster(tmp_path_factory):
     base = tmp_path_factory.getbasetemp()
     driver_root = Path(tempfile.mkdtemp(prefix="kraftlog-driver-"))
     work = Path(tempfile.mkdtemp(prefix="kraftlog-worker-"))  # visible to both: the worker's own
-    (work / "guard").mkdir()
-    (work / "guard" / "sitecustomize.py").write_text(_GUARD)
+    hidden = guard(work)
     (work / "work").mkdir()
     private = tuple(sorted({driver_root, base.resolve(), REPO.resolve(), *_editable_sources()}))
     master = Daemon("Spark master", [str(SPARK_HOME / "bin" / "spark-class"), "org.apache.spark.deploy.master.Master",
@@ -179,7 +186,7 @@ def spark_cluster(tmp_path_factory):
             str(SPARK_HOME / "bin" / "spark-class"), "org.apache.spark.deploy.worker.Worker",
             "--host", "127.0.0.1", "--port", "0", "--webui-port", "0", "--cores", "2", "--memory", "2g",
             "--work-dir", str(work / "work"), url],
-            work / "worker.log", clean_env(PYTHONPATH=str(work / "guard")), cwd=work)
+            work / "worker.log", clean_env(PYTHONPATH=str(hidden)), cwd=work)
         worker.wait_for(r"Successfully registered with master")
         yield SparkCluster(url, driver_root, package_zip(driver_root / "kraftlog.zip"), private, work / "worker.log",
                            work / "work")
@@ -272,8 +279,6 @@ def spark_connect(tmp_path_factory):
     if not list((SPARK_HOME / "jars").glob("spark-connect_*.jar")):
         pytest.skip(f"pyspark {pyspark.__version__} ships no spark-connect jar in {SPARK_HOME / 'jars'}")
     work = tmp_path_factory.mktemp("connect")
-    (work / "guard").mkdir()
-    (work / "guard" / "sitecustomize.py").write_text(_GUARD)
     server = Daemon("Spark Connect server", [
         str(SPARK_HOME / "bin" / "spark-submit"), "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
         "--name", "kraftlog-tests-connect", "--master", "local[2]",
@@ -281,7 +286,7 @@ def spark_connect(tmp_path_factory):
         "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
         "--conf", "spark.ui.enabled=false", "--conf", f"spark.pyspark.python={PYTHON}",
         "--conf", "spark.sql.shuffle.partitions=4", "spark-internal"], work / "connect.log",
-        clean_env(PYTHONPATH=str(work / "guard")), cwd=work)
+        clean_env(PYTHONPATH=str(guard(work))), cwd=work)
     try:
         port = server.wait_for(r"Spark Connect server started at: \S*?:(\d+)")[1]
         yield f"sc://127.0.0.1:{port}"
