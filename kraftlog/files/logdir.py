@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kraftlog.files.paths import BOOTSTRAP, METADATA_DIR_RE, LogFile, classify
-from kraftlog.files.reader import Limits, Region, read_log_file
+from kraftlog.files.paths import BOOTSTRAP, METADATA_DIR_RE, LogFile, classify, walk_tree
+from kraftlog.files.reader import Limits, Region, file_size, read_log_file
 
 #: Files Kafka leaves in a partition directory that hold no records to replay.
 SKIPPED_SUFFIXES = {
@@ -138,7 +138,7 @@ def _metadata_dirs(root: Path) -> Iterator[Path]:
     if METADATA_DIR_RE.match(root.name):
         yield root
         return
-    for dirpath, dirnames, _ in os.walk(root):
+    for dirpath, dirnames, _ in walk_tree(root):
         dirnames.sort()
         for d in list(dirnames):
             if METADATA_DIR_RE.match(d):
@@ -201,7 +201,7 @@ def load_node(log_dir: Path, metadata_dir: Path | None) -> NodeDir:
 
 def scan_file(lf: LogFile, limits: Limits = Limits()) -> FileScan:
     """Walk a file's batch headers: offsets, timestamps, epochs, CRCs, reported regions."""
-    s = FileScan(lf, bytes=lf.path.stat().st_size)
+    s = FileScan(lf, bytes=file_size(lf.path))
     expected = None
     lo = hi = None
     for item in read_log_file(lf.path, limits, records=False):
