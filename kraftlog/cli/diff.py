@@ -28,15 +28,20 @@ def run(args) -> int:
     if args.format == "json":
         print(json.dumps([c.to_json() for c in changes], indent=2))
     else:
-        for c in changes:
-            sign = {"added": "+", "removed": "-", "changed": "~"}.get(c.kind, "?")
-            print(f"{sign} {c.domain} {c.key}")
-            if c.kind == "changed" and isinstance(c.before, dict) and isinstance(c.after, dict):
-                for k in sorted(set(c.before) | set(c.after)):
-                    if c.before.get(k) != c.after.get(k):
-                        print(f"    {k}: {json.dumps(c.before.get(k))} -> {json.dumps(c.after.get(k))}")
-            elif c.kind == "changed":
-                print(f"    {json.dumps(c.before)} -> {json.dumps(c.after)}")
-        if not changes:
-            print("no changes")
+        print("\n".join(changes_text(changes)))
     return max(target.report(before), target.report(after))
+
+
+def changes_text(changes) -> list[str]:
+    """``+``/``-``/``~`` domain and key per entity, and for a changed one the fields that differ."""
+    lines = []
+    for c in changes:
+        sign = {"added": "+", "removed": "-", "changed": "~"}.get(c.kind, "?")
+        lines.append(f"{sign} {c.domain} {c.key}")
+        if c.kind == "changed" and isinstance(c.before, dict) and isinstance(c.after, dict):
+            for k in sorted(set(c.before) | set(c.after)):
+                if c.before.get(k) != c.after.get(k):
+                    lines.append(f"    {k}: {json.dumps(c.before.get(k))} -> {json.dumps(c.after.get(k))}")
+        elif c.kind == "changed":
+            lines.append(f"    {json.dumps(c.before)} -> {json.dumps(c.after)}")
+    return lines or ["no changes"]

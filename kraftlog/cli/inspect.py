@@ -35,6 +35,7 @@ def _scan_json(s: FileScan) -> dict:
         "regions": [{"position": r.position, "length": r.length, "reason": r.reason, "detail": r.detail}
                     for r in s.regions],
         "discontinuities": [{"expected": a, "found": b} for a, b in s.discontinuities],
+        "unreadable": s.unreadable,
     }
 
 
@@ -61,6 +62,8 @@ def node_report(node: NodeDir, limits: Limits) -> dict:
         "rebuildReason": cov.reason,
         "skipped": [{"file": p.name, "why": why} for p, why in node.skipped],
         "problems": node.problems,
+        "unreadable": [{"file": str(path), "why": why} for path, why in node.unreadable]
+        + [{"file": str(f.path), "why": s.unreadable} for f, s in scans.items() if s.unreadable],
         "clean": all(s.clean for s in scans.values()),
     }
 
@@ -102,6 +105,7 @@ def _text(report: dict) -> str:
                 span = f"offsets {s['firstOffset']}-{s['lastOffset']}" if s["firstOffset"] is not None else "empty"
                 bad = f", {s['invalidBatches']} invalid batches" if s["invalidBatches"] else ""
                 bad += f", {s['skippedBytes']} bytes skipped" if s["skippedBytes"] else ""
+                bad += f", UNREADABLE ({s['unreadable']})" if s["unreadable"] else ""
                 times = f", {s['firstTime']} .. {s['lastTime']}" if s["firstTime"] else ""
                 out.append(f"  {kind[:-1]} {s['file']}: {span}, {s['batches']} batches, {s['records']} records, "
                            f"{s['bytes']} bytes{times}{bad}")
@@ -115,6 +119,7 @@ def _text(report: dict) -> str:
             counts = Counter(s["why"] for s in r["skipped"])
             out.append("  skipped: " + "; ".join(f"{n} {why}" for why, n in counts.most_common()))
         out.extend(f"  problem: {p}" for p in r["problems"])
+        out.extend(f"  unreadable: {u['file']}: {u['why']}" for u in r["unreadable"])
     for c in report["clusters"]:
         if len(c["nodes"]) < 2:
             continue
@@ -136,5 +141,8 @@ def run(args) -> int:
               f"{args.path}", file=sys.stderr)
         return 1
     print(json.dumps(report, indent=2) if args.format == "json" else _text(report))
-    ok = all(r["clean"] and r["rebuildable"] for r in report["nodes"])
+    for r in report["nodes"]:
+        for u in r["unreadable"]:
+            print(f"kraftlog: {u['file']}: cannot read: {u['why']}", file=sys.stderr)
+    ok = all(r["clean"] and r["rebuildable"] and not r["unreadable"] for r in report["nodes"])
     return 0 if ok else 1

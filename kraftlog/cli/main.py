@@ -8,19 +8,18 @@ from importlib import import_module
 
 from kraftlog import __version__
 from kraftlog.cli import render
-from kraftlog.files.paths import LogFile, classify, log_files_under
 from kraftlog.files.reader import (
     DEFAULT_MAX_BATCH_BYTES,
     DEFAULT_MAX_RECORDS_PER_BATCH,
     FileChangedError,
     Limits,
-    NotRegularFileError,
 )
 from kraftlog.wire.codecs import DEFAULT_MAX_DECOMPRESSED
 from kraftlog.wire.crc import IMPLEMENTATION as CRC_IMPLEMENTATION
 
 #: Subcommand modules of ``kraftlog.cli``; each has ``add_parser(subparsers)`` and ``run(args) -> int``.
-COMMANDS = ["dump", "inspect", "replay", "metadata", "diff", "history", "report", "generate"]
+COMMANDS = ["dump", "inspect", "replay", "metadata", "diff", "history", "report", "generate", "partitions", "quorum",
+            "shell"]
 
 
 class UsageError(Exception):
@@ -35,29 +34,6 @@ def parse_size(text: str) -> int:
         return int(float(t[:-1] if t[-1:] in units else t) * mult)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 8MiB, 65536)") from None
-
-
-def expand_paths(paths: list[str]) -> list[LogFile]:
-    """Files as given; directories walked for segments and checkpoints in offset order."""
-    out: list[LogFile] = []
-    for p in paths:
-        if os.path.isdir(p):
-            unreadable: list[OSError] = []
-            found = log_files_under(p, unreadable)
-            for e in unreadable:
-                print(f"kraftlog: {render.printable(e.filename)}: {e.strerror}", file=sys.stderr)
-            if not found:
-                print(f"kraftlog: no segments or checkpoints under {render.printable(p)}", file=sys.stderr)
-            out.extend(found)
-        elif os.path.isfile(p):
-            out.append(classify(p))
-        elif os.path.exists(p):
-            raise NotRegularFileError(p)
-        else:
-            raise UsageError(f"no such file or directory: {p}")
-    if not out:
-        raise UsageError("no segments or checkpoints to read in " + ", ".join(paths))
-    return out
 
 
 def add_limits(p: argparse.ArgumentParser) -> None:
@@ -140,4 +116,8 @@ def _discard_stdout() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # run as ``python -m``: the subcommands import this module as ``kraftlog.cli.main``, and only
+    # that module's UsageError and Refused are the ones they raise
+    from kraftlog.cli import main as imported
+
+    sys.exit(imported.main())

@@ -10,8 +10,9 @@ def add_parser(sub) -> None:
     p = sub.add_parser(
         "report", help="write an HTML timeline report of a node's log (controller, brokers, partitions, ...)",
         description="Walk a node's metadata log once, replaying it, and write one HTML file with the "
-        "charts a responder needs: controller leadership and Raft epochs, broker lanes, partition leader "
-        "changes and ISR size, ISR storms, topics, config and ACL changes, feature levels and the log's "
+        "charts a responder needs: controller leadership and Raft epochs, broker lanes, partition health "
+        "(offline, leader on a fenced broker, under min ISR, under-replicated, ELR; over time and at the end), "
+        "partition leader changes and ISR size, ISR storms, topics, config and ACL changes, feature levels and the log's "
         "composition. The file needs no network to view; times are UTC and hovering a mark shows its "
         "offset. Exit 1 when the log had problems (the report lists them).")
     target.add_node_args(p)

@@ -74,6 +74,13 @@ def _batch_keys(node: NodeDir, limits: Limits) -> Iterator[tuple[int, int, int, 
 
 def compare_copies(reference: NodeDir, other: NodeDir, limits: Limits = Limits()) -> Divergence:
     """Walk both copies' batches in offset order (streaming) to the first batch that differs."""
+    try:
+        return _first_difference(reference, other, limits)
+    except OSError as e:
+        return Divergence(other.name, reference.name, None, f"not compared: {e.filename}: {e.strerror}")
+
+
+def _first_difference(reference: NodeDir, other: NodeDir, limits: Limits) -> Divergence:
     a, b = _batch_keys(reference, limits), _batch_keys(other, limits)
     x, y = next(a, None), next(b, None)
     while x is not None and y is not None:

@@ -207,7 +207,10 @@ def open_regular(path: str | os.PathLike):
     except FileNotFoundError:
         raise FileChangedError(path, 0, None) from None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(path))
+        if not stat.S_ISREG(mode):
             raise NotRegularFileError(path)
         os.set_blocking(fd, True)
     except BaseException:

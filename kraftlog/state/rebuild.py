@@ -13,7 +13,7 @@ from pathlib import Path
 from kraftlog.files.logdir import NodeDir
 from kraftlog.files.paths import LogFile, classify
 from kraftlog.files.reader import Limits
-from kraftlog.files.records import Entry, ReadProblems, iter_entries
+from kraftlog.files.records import Entry, ReadProblems, iter_entries, unreadable
 from kraftlog.state.image import ClusterImage
 from kraftlog.state.replay import ReplayResult, load_snapshot, replay
 
@@ -85,23 +85,45 @@ def log_entries(node: NodeDir, start: int, limits: Limits, problems: ReadProblem
             yield e
 
 
-def starting_point(
-    node: NodeDir, offset: int | None, time_ms: int | None, base: str | Path, limits: Limits, problems: ReadProblems
-) -> tuple[ClusterImage, int, str]:
-    """The image replay starts from, the first log offset to apply, and how to say so."""
-    snap = None
+def base_snapshot(
+    node: NodeDir, offset: int | None, time_ms: int | None, base: str | Path, limits: Limits,
+    problems: ReadProblems | None = None,
+) -> LogFile | None:
+    """The snapshot replay to the target starts from (None: the log's first offset).
+
+    "auto": the latest readable snapshot at or below the target (its end offset - 1 <= ``offset``,
+    its header's lastContainedLogTimestamp <= ``time_ms``); an unreadable one is a problem and an
+    earlier snapshot, or the log, still gives a true answer; "none": no snapshot; else the given file."""
     if isinstance(base, Path) or base not in ("auto", "none"):
         snap = classify(base)
         if snap.kind != "snapshot":
             raise ValueError(f"--base must be auto, none, or a NNN-EEE.checkpoint file: {base}")
-    elif base == "auto":
-        for candidate in reversed(node.snapshots):
-            if offset is not None and candidate.offset - 1 > offset:
-                continue
+        return snap
+    if base == "none":
+        return None
+    for candidate in reversed(node.snapshots):
+        if offset is not None and candidate.offset - 1 > offset:
+            continue
+        try:
             if time_ms is not None and snapshot_timestamp(candidate, limits) > time_ms:
                 continue
-            snap = candidate
-            break
+            with open(candidate.path, "rb"):
+                pass
+        except OSError as e:
+            if problems is not None:
+                problems.messages.append(unreadable(candidate.path, e))
+            continue
+        return candidate
+    return None
+
+
+def starting_point(
+    node: NodeDir, offset: int | None, time_ms: int | None, base: str | Path, limits: Limits, problems: ReadProblems
+) -> tuple[ClusterImage, int, str]:
+    """The image replay starts from, the first log offset to apply, and how to say so. Files of the
+    copy that could not be read are problems: the answer may lack what they hold."""
+    problems.messages.extend(f"{path}: cannot read: {why}" for path, why in node.unreadable)
+    snap = base_snapshot(node, offset, time_ms, base, limits, problems)
     if snap is not None:
         image = load_checkpoint(snap, limits, problems)
         start, described = snap.offset, f"snapshot {snap.path.name}"
