@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kraftlog.files.reader import Limits
+from kraftlog.files.reader import Limits, too_many_records
 from kraftlog.schema import decode_control, decode_metadata, entity_of, redact
 from kraftlog.schema.render import b64
 from kraftlog.spark.entities import REPLAYED_TYPES
@@ -32,6 +32,7 @@ from kraftlog.state.image import ABORT, BEGIN, END
 from kraftlog.wire.batch import (
     COMPRESSION_MASK,
     CONTROL_BIT,
+    HEADER_SIZE,
     LOG_OVERHEAD,
     TIMESTAMP_TYPE_BIT,
     TRANSACTIONAL_BIT,
@@ -326,6 +327,9 @@ class _Decoded:
 
 def _header_timestamp(buf: bytes, position: int, limits: Limits) -> int | None:
     """``lastContainedLogTimestamp`` of the SnapshotHeader a snapshot's first batch holds."""
+    if too_many_records(int.from_bytes(buf[position + HEADER_SIZE - 4 : position + HEADER_SIZE], "big", signed=True),
+                        limits):
+        return None
     batch = decode_batch_at(buf, position, position, limits.max_decompressed, verify_crc=False)
     if batch.error is not None or not batch.is_control or not batch.records:
         return None
