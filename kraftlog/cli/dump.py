@@ -17,7 +17,7 @@ from kraftlog.files.records import iter_entries, unreadable
 from kraftlog.schema import MetadataRecord, decode_control, decode_metadata, entity_of
 from kraftlog.schema.control import BY_ID as CONTROL_TYPES
 from kraftlog.schema.metadata import BY_API_KEY, BY_TYPE_NAME
-from kraftlog.schema.redact import redact
+from kraftlog.schema.redact import hides_value, redact
 from kraftlog.wire.batch import Batch, Record
 
 
@@ -155,16 +155,20 @@ class DumpOptions:
         return self.topic is None or self.topic.matches(e, rec, offset, where)
 
 
-def _payload(batch: Batch, r: Record, rec, opts: DumpOptions) -> tuple[tuple[str, object] | None, str]:
-    """The record's decoded payload as (json kind, json object) and as kafka-dump-log text."""
+def _payload(batch: Batch, r: Record, rec, opts: DumpOptions, metadata_log: bool
+             ) -> tuple[tuple[str, object] | None, str, bool]:
+    """The record's decoded payload as (json kind, json object) and as kafka-dump-log text, and
+    whether its raw value, shown when it is not decoded, must be hidden (``redact.hides_value``)."""
+    hidden = opts.redact and not batch.is_control and (rec is None or rec.error is not None) \
+        and hides_value(r.value, metadata_log)
     if rec is None:
-        return None, render.raw_payload_text(r)
+        return None, render.raw_payload_text(r, hidden), hidden
     if opts.redact:
         rec = redact(rec)
     text = " " + (rec.dump_text() if batch.is_control else rec.dump_text(r.offset))
     if rec.error:
-        return ("error", rec.error), text
-    return ("control" if batch.is_control else "metadata", rec.to_json()), text
+        return ("error", rec.error), text, hidden
+    return ("control" if batch.is_control else "metadata", rec.to_json()), text, False
 
 
 def _decode(batch: Batch, r: Record, metadata: bool):
@@ -234,8 +238,8 @@ def dump_file(lf: LogFile, out: TextIO, opts: DumpOptions, stats: "Stats | None"
             if batch_line is not None:
                 out.write(batch_line + "\n")
                 batch_line = None
-            payload, text = _payload(batch, r, rec, opts)
-            out.write((render.dumps(render.record_json(batch, r, payload)) if jsonl
+            payload, text, hidden = _payload(batch, r, rec, opts, metadata or lf.is_metadata)
+            out.write((render.dumps(render.record_json(batch, r, payload, hidden)) if jsonl
                        else render.record_text(batch, r, text)) + "\n")
         if counted or (stats is not None and not opts.filtering):
             stats.add_batch(batch)

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 from kraftlog.files.paths import LogFile
 from kraftlog.files.reader import Region
+from kraftlog.schema.redact import redacted_bytes
 from kraftlog.wire.batch import Batch, Record
 
 #: What a terminal may act on rather than show: C0 controls (ESC starts its sequences; CR and BS
@@ -93,8 +94,9 @@ def batch_json(b: Batch) -> dict:
     }
 
 
-def record_json(b: Batch, r: Record, payload: tuple[str, object] | None) -> dict:
-    """``payload`` is ("control"|"metadata", object), or None for raw key/value."""
+def record_json(b: Batch, r: Record, payload: tuple[str, object] | None, hidden: bool = False) -> dict:
+    """``payload`` is ("control"|"metadata", object), or None for raw key/value; a ``hidden`` raw
+    value is shown as ``redacted_bytes``."""
     out = {
         "kind": "record",
         "offset": r.offset,
@@ -106,7 +108,7 @@ def record_json(b: Batch, r: Record, payload: tuple[str, object] | None) -> dict
     }
     if payload is None or payload[0] == "error":
         out["key"] = _b64(r.key)
-        out["value"] = _b64(r.value)
+        out["value"] = redacted_bytes(len(r.value)) if hidden and r.value is not None else _b64(r.value)
         if payload is not None:
             out["error"] = payload[1]
     else:
@@ -175,7 +177,7 @@ def record_text(b: Batch, r: Record, payload_text: str) -> str:
     )
 
 
-def raw_payload_text(r: Record) -> str:
+def raw_payload_text(r: Record, hidden: bool = False) -> str:
     key = "null" if r.key is None else r.key.decode("utf-8", "replace")
-    value = "null" if r.value is None else r.value.decode("utf-8", "replace")
+    value = "null" if r.value is None else redacted_bytes(len(r.value)) if hidden else r.value.decode("utf-8", "replace")
     return f" key: {key} payload: {value}"

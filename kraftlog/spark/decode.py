@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 
 from kraftlog.files.reader import Limits, too_many_records
 from kraftlog.schema import decode_control, decode_metadata, entity_of, redact
+from kraftlog.schema.records import tags_json
 from kraftlog.schema.render import b64
 from kraftlog.spark.entities import REPLAYED_TYPES
 from kraftlog.spark.events import EVENTS, EVENTS_TABLE, SOURCE, controller_rows, routed
@@ -111,8 +112,7 @@ def decode_value(control: bool, key: bytes | None, value: bytes | None) -> tuple
     if rec.error is not None:
         return (rec.type, rec.version, None, None, None, rec.error) + (None,) * 6
     shown = redact(rec)
-    tags = _dumps([{"path": p, "tag": t, "data": b64(raw)} for p, t, raw in rec.unknown_tags]) \
-        if rec.unknown_tags else None
+    tags = _dumps(tags_json(shown.unknown_tags)) if shown.unknown_tags else None  # secrets' bytes redacted
     e = entity_of(rec)
     return (rec.type, rec.version, _dumps(shown.data), None if shown is rec else _dumps(rec.data), tags, None,
             e["topic_id"], e["topic_name"], e["partition_id"], e["broker_id"], e["resource_type"],
