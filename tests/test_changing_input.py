@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from kraftlog.cli import dump
 from kraftlog.cli.main import main
 from kraftlog.files import reader
 from kraftlog.files.paths import MAX_DEPTH, TooDeep, log_files_under, walk_tree
@@ -91,6 +92,21 @@ def test_cli_file_deleted_after_discovery(tmp_path, monkeypatch):
     monkeypatch.setattr(reader, "open_regular", gone)
     status, _, err = _cli("dump", str(tmp_path))
     assert (status, err) == (1, f"kraftlog: file changed while read: {path} vanished\n")
+
+
+def test_file_shrunk_between_the_dump_header_and_the_read(tmp_path, monkeypatch):
+    """The dump states a file's size, then reads it: a file cut in between is no clean dump."""
+    path = tmp_path / "__cluster_metadata-0" / SEGMENT
+    data = _segment(path, 10)
+    read = reader.read_log_file
+
+    def cut_first(p, *a, **kw):
+        os.truncate(path, len(data) // 2)  # after the 5th of 10 batches: what is left reads clean
+        return read(p, *a, **kw)
+
+    monkeypatch.setattr(dump, "read_log_file", cut_first)
+    status, _, err = _cli("dump", str(path))
+    assert (status, err) == (1, f"kraftlog: file changed while read: {path} was {len(data)} bytes, now {len(data) // 2}\n")
 
 
 def test_file_truncated_by_another_thread_mid_read(tmp_path, small_window):

@@ -252,6 +252,8 @@ def dump_file(lf: LogFile, out: TextIO, opts: DumpOptions, stats: "Stats | None"
                 out.write(render.dumps(render.batch_error_json(batch)) + "\n")
             else:
                 out.write(f"Error in batch at position {batch.position}: {batch.error}\n")
+    if s.valid_bytes + s.skipped_bytes != s.bytes:  # shorter when reopened to be read than when first opened
+        raise FileChangedError(lf.path, s.bytes, s.valid_bytes + s.skipped_bytes)
     if jsonl and not quiet:
         out.write(render.dumps({
             "kind": "end", "bytes": s.bytes, "validBytes": s.valid_bytes, "batches": s.batches,
