@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kraftlog.files.paths import BOOTSTRAP, METADATA_DIR_RE, LogFile, classify
+from kraftlog.files.paths import BOOTSTRAP, METADATA_DIR_RE, LogFile, classify, walk_tree
 from kraftlog.files.reader import Limits, Region, read_log_file
 
 #: Files Kafka leaves in a partition directory that hold no records to replay.
@@ -141,7 +141,7 @@ def _metadata_dirs(root: Path) -> Iterator[Path]:
     if METADATA_DIR_RE.match(root.name):
         yield root
         return
-    for dirpath, dirnames, _ in os.walk(root):
+    for dirpath, dirnames, _ in walk_tree(root):
         dirnames.sort()
         for d in list(dirnames):
             if METADATA_DIR_RE.match(d):
