@@ -11,7 +11,8 @@ import pytest
 
 from cluster_support import s3  # noqa: F401
 from kraftlog.files import storage
-from kraftlog.files.logdir import MAX_DEPTH, TooDeep, find_nodes, scan_file
+from kraftlog.files.logdir import find_nodes, scan_file
+from kraftlog.files.paths import MAX_DEPTH, TooDeep
 from kraftlog.files.storage import Remote, Source, StorageError, resolve
 from kraftlog.report import collect
 from kraftlog.spark.discover import InputError, discover
@@ -61,14 +62,17 @@ def test_a_fifo_named_like_a_segment_is_skipped_not_read(tmp_path):
         Source(md / "00000000000000000000.log").read_at(0, 10)  # opened without blocking, then refused
 
 
-def test_folders_nested_past_the_limit_are_refused_not_a_recursion_error(tmp_path):
+def test_folders_nested_past_the_limit_are_said_not_searched_and_refuse_a_job_input(tmp_path):
     deep = tmp_path
     for _ in range(300):
         deep = deep / "d"
         deep.mkdir()
-    with pytest.raises(TooDeep, match=f"folders nest more than {MAX_DEPTH} deep below it"):
-        find_nodes(tmp_path)
-    with pytest.raises(InputError, match=f"--input {tmp_path}: {tmp_path}: folders nest more than"):
+    unsearched: list[OSError] = []
+    assert find_nodes(tmp_path, unsearched) == []
+    assert len(unsearched) == 1 and isinstance(unsearched[0], TooDeep)
+    assert unsearched[0].filename == str(tmp_path / "/".join(["d"] * (MAX_DEPTH + 1)))
+    with pytest.raises(InputError, match=f"--input {tmp_path}: {tmp_path}/d/.*/d: nested deeper than {MAX_DEPTH} "
+                                         "folders below the input; not read"):
         discover([str(tmp_path)])
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kraftlog.files import storage
-from kraftlog.files.paths import BOOTSTRAP, METADATA_DIR_RE, LogFile, classify
+from kraftlog.files.paths import BOOTSTRAP, MAX_DEPTH, METADATA_DIR_RE, LogFile, TooDeep, classify
 from kraftlog.files.reader import Limits, Region, read_log_file
 from kraftlog.files.storage import Remote, Where
 
@@ -145,46 +145,47 @@ def read_leader_epoch_checkpoint(path: str | os.PathLike | Where) -> list[tuple[
     return [(int(m[1]), int(m[2])) for line in lines[2:] if (m := _EPOCH_LINE.fullmatch(line))]
 
 
-#: Folders below an input that are searched for log dirs: a fleet's layout is a few levels deep, and
-#: a deeper tree (or a loop of bind mounts) is refused rather than walked without end.
-MAX_DEPTH = 32
-
-
-class TooDeep(ValueError):
-    """An input whose folders nest deeper than ``MAX_DEPTH``: refused, not searched in part."""
-
-
-def _metadata_dirs(root: Where) -> Iterator[Where]:
-    """``__cluster_metadata-N`` folders below ``root`` in name order, walked iteratively (not into
-    symlinked folders, as ``os.walk``) and not below a metadata folder."""
+def _metadata_dirs(root: Where, report) -> Iterator[Where]:
+    """``__cluster_metadata-N`` folders below ``root`` in name order, walked as ``paths.walk_tree``
+    walks (iteratively, not into symlinked folders nor below a metadata folder, not deeper than
+    ``MAX_DEPTH``), through the storage layer so that a store is walked too; what is not walked
+    (``TooDeep``, a folder that cannot be listed) goes to ``report``."""
     if METADATA_DIR_RE.match(root.name):
         yield root
         return
     stack = [(root, 0)]
     while stack:
         folder, depth = stack.pop()
+        try:
+            entries = storage.listdir(folder)
+        except storage.StorageError as e:
+            report(e)
+            continue
         below = []
-        for p, s, link in storage.listdir(folder):
+        for p, s, link in entries:
             if s.kind != "dir":
                 continue
             if METADATA_DIR_RE.match(p.name):
                 yield p
-            elif not link:
+            elif link:
+                continue
+            elif depth >= MAX_DEPTH:
+                report(TooDeep(str(p), MAX_DEPTH))
+            else:
                 below.append(p)
-        if below and depth >= MAX_DEPTH:
-            raise TooDeep(f"{root}: folders nest more than {MAX_DEPTH} deep below it ({below[0]}); "
-                          "give the folder that holds the log dirs")
         stack.extend((p, depth + 1) for p in reversed(below))
 
 
-def find_nodes(path: str | os.PathLike | Remote) -> list[NodeDir]:
+def find_nodes(path: str | os.PathLike | Remote, unreadable: list[OSError] | None = None) -> list[NodeDir]:
     """Every node copy below ``path`` (a local path, or a ``Remote`` from ``storage.resolve``); a log
     dir without a metadata folder still counts if it holds ``meta.properties`` or
-    ``bootstrap.checkpoint``."""
+    ``bootstrap.checkpoint``. Folders not searched (too deep, or that cannot be listed) are
+    appended to ``unreadable``."""
     root = path if isinstance(path, Remote) else Path(path)
     if storage.stat(root).kind != "dir":
         raise FileNotFoundError(f"not a directory: {root}")
-    nodes = [load_node(d.parent, d) for d in _metadata_dirs(root)]
+    report = unreadable.append if unreadable is not None else (lambda e: None)
+    nodes = [load_node(d.parent, d) for d in _metadata_dirs(root, report)]
     if not nodes and any(storage.stat(root / n).kind != "missing" for n in ("meta.properties", BOOTSTRAP)):
         nodes.append(load_node(root, None))
     return nodes

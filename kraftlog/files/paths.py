@@ -1,7 +1,9 @@
 """What a file is, from its name and place: Kafka decides by name, and so do we."""
 
+import errno
 import os
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +47,67 @@ def classify(path: str | os.PathLike | Remote) -> LogFile:
     return LogFile(p, "other", 0)
 
 
+#: Folders below a walked root that are listed: a copied log dir is a few levels deep (a fleet's
+#: folder, a node's, its log dir, ``__cluster_metadata-0``); a deeper tree is not a log dir's.
+MAX_DEPTH = 32
+
+
+class NotRegularFile(OSError):
+    """An entry that is neither a folder nor a regular file (FIFO, device, socket): never opened."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(errno.EINVAL, "not a regular file (a FIFO, device or socket); skipped", path)
+
+
+class TooDeep(OSError):
+    """A folder below the depth a walk lists: its contents are not read."""
+
+    def __init__(self, path: str, depth: int) -> None:
+        super().__init__(errno.ELOOP, f"nested deeper than {depth} folders below the input; not read", path)
+
+
+def walk_tree(root: str | os.PathLike, onerror: Callable[[OSError], object] | None = None,
+              max_depth: int = MAX_DEPTH) -> Iterator[tuple[str, list[str], list[str]]]:
+    """``os.walk(root, onerror=onerror)`` (top down; the caller may prune ``dirnames``; symlinked
+    folders are listed but not entered), without recursion: Python 3.11's ``os.walk`` recurses, so
+    1,500 nested folders are a ``RecursionError``. ``filenames`` holds regular files only (a FIFO
+    named like a segment would hang its reader): other entries go to ``onerror`` as
+    ``NotRegularFile``, and the folders below ``max_depth`` as ``TooDeep``."""
+    report = onerror or (lambda e: None)
+    stack = [(os.fspath(root), 0)]
+    while stack:
+        top, depth = stack.pop()
+        dirnames, filenames = [], []
+        try:
+            with os.scandir(top) as entries:
+                for e in entries:
+                    try:
+                        if e.is_dir():
+                            dirnames.append(e.name)
+                        elif e.is_file():
+                            filenames.append(e.name)
+                        elif e.is_symlink() and not os.path.exists(e.path):
+                            filenames.append(e.name)  # dangling: its reader says it cannot be opened
+                        else:
+                            report(NotRegularFile(e.path))
+                    except OSError as err:
+                        report(err)
+        except OSError as err:
+            report(err)
+            continue
+        yield top, dirnames, filenames
+        below = []
+        for d in dirnames:
+            path = os.path.join(top, d)
+            if os.path.islink(path):
+                continue
+            if depth >= max_depth:
+                report(TooDeep(path, max_depth))
+            else:
+                below.append((path, depth + 1))
+        stack.extend(reversed(below))
+
+
 def is_data_partition_dir(path: Path) -> bool:
     """A partition folder of a topic other than the metadata log: named like one, and holding files
     only (a log dir named ``broker-1`` holds ``meta.properties`` or folders)."""
@@ -63,9 +126,15 @@ def log_files_under(root: str | os.PathLike, all_partitions: bool = False,
     snapshots and segments in offset order (a snapshot ending at O sorts before the segment
     starting at O); a folder named like one of them is listed too. Data partitions' folders below ``root`` are not walked unless ``all_partitions``
     (``root`` itself always is); those left out are appended to ``left_out``, and the folders that
-    could not be listed to ``unreadable``."""
+    could not be listed to ``unreadable``, as are folders nested too deep (``walk_tree``) and
+    entries named like a log file that are not regular files."""
     found = []
-    for dirpath, dirnames, filenames in os.walk(root, onerror=None if unreadable is None else unreadable.append):
+
+    def skipped(e: OSError) -> None:
+        if unreadable is not None and not (isinstance(e, NotRegularFile) and classify(e.filename).kind == "other"):
+            unreadable.append(e)
+
+    for dirpath, dirnames, filenames in walk_tree(root, skipped):
         dirnames.sort()
         if not all_partitions:
             for d in [d for d in dirnames if is_data_partition_dir(Path(dirpath) / d)]:

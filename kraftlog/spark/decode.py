@@ -20,9 +20,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kraftlog.files.reader import Limits
+from kraftlog.files.reader import Limits, too_many_records
 from kraftlog.files.storage import Source, Stat, StorageError
 from kraftlog.schema import decode_control, decode_metadata, entity_of, redact
+from kraftlog.schema.records import tags_json
 from kraftlog.schema.render import b64
 from kraftlog.spark.entities import REPLAYED_TYPES
 from kraftlog.spark.events import EVENTS, EVENTS_TABLE, SOURCE, controller_rows, routed
@@ -33,6 +34,7 @@ from kraftlog.state.image import ABORT, BEGIN, END
 from kraftlog.wire.batch import (
     COMPRESSION_MASK,
     CONTROL_BIT,
+    HEADER_SIZE,
     LOG_OVERHEAD,
     TIMESTAMP_TYPE_BIT,
     TRANSACTIONAL_BIT,
@@ -112,8 +114,7 @@ def decode_value(control: bool, key: bytes | None, value: bytes | None) -> tuple
     if rec.error is not None:
         return (rec.type, rec.version, None, None, None, rec.error) + (None,) * 6
     shown = redact(rec)
-    tags = _dumps([{"path": p, "tag": t, "data": b64(raw)} for p, t, raw in rec.unknown_tags]) \
-        if rec.unknown_tags else None
+    tags = _dumps(tags_json(shown.unknown_tags)) if shown.unknown_tags else None  # secrets' bytes redacted
     e = entity_of(rec)
     return (rec.type, rec.version, _dumps(shown.data), None if shown is rec else _dumps(rec.data), tags, None,
             e["topic_id"], e["topic_name"], e["partition_id"], e["broker_id"], e["resource_type"],
@@ -343,6 +344,9 @@ def _header_timestamp(buf: bytes | Source, position: int, limits: Limits) -> int
     """``lastContainedLogTimestamp`` of the SnapshotHeader a snapshot's first batch holds."""
     if isinstance(buf, Source):  # that batch alone (a header batch is bytes long)
         buf, position = buf.read_at(position, min(limits.max_batch_bytes, buf.size - position)), 0
+    if too_many_records(int.from_bytes(buf[position + HEADER_SIZE - 4 : position + HEADER_SIZE], "big", signed=True),
+                        limits):
+        return None
     batch = decode_batch_at(buf, position, position, limits.max_decompressed, verify_crc=False)
     if batch.error is not None or not batch.is_control or not batch.records:
         return None

@@ -13,7 +13,7 @@ from typing import NamedTuple
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from kraftlog.files import storage
-from kraftlog.files.logdir import NodeDir, TooDeep, find_nodes
+from kraftlog.files.logdir import NodeDir, find_nodes
 from kraftlog.files.storage import Remote, Stat, Where
 
 READABLE = ("segment", "snapshot", "bootstrap")
@@ -111,12 +111,16 @@ def discover(inputs: list[str]) -> Inventory:
     inv = Inventory()
     seen: set[str] = set()
     for given in inputs:
+        unsearched: list[OSError] = []
         try:
-            nodes = find_nodes(where(given))
+            nodes = find_nodes(where(given), unsearched)
         except FileNotFoundError:
             raise InputError(f"--input {given}: no such directory") from None
-        except (storage.StorageError, TooDeep) as e:
+        except storage.StorageError as e:
             raise InputError(f"--input {given}: {e}") from None
+        if unsearched:  # part of the input unsearched: its tables would pass for the whole of it
+            e = unsearched[0]
+            raise InputError(f"--input {given}: {e.filename}: {e.strerror}" if e.filename else f"--input {given}: {e}")
         if not nodes:
             raise InputError(f"--input {given}: no KRaft log dir below it (no __cluster_metadata-0 folder, "
                              "meta.properties or bootstrap.checkpoint)")

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kraftlog.files.reader import Limits, Region, read_log_stream
+from kraftlog.files.reader import Limits, Region, read_log_stream, too_many_records
 from kraftlog.files.storage import Source, Stream
 from kraftlog.wire.batch import (
     COMPRESSION_MASK,
@@ -281,6 +281,10 @@ def _fast_records(buf: bytes, w: Walk, slow: _Records, limits: Limits, wanted: n
     uncompressed batches are read as columns where their records allow (``_plain_records``); the
     remaining wanted batches are decoded one by one."""
     h = w.header
+    over = wanted & (h["recordsCount"] > limits.max_records_per_batch)  # refused as the reader refuses them
+    for i in np.flatnonzero(over).tolist():
+        w.errors[i] = too_many_records(int(h["recordsCount"][i]), limits)
+    wanted = wanted & ~over
     size = h["batchLength"] + (LOG_OVERHEAD - HEADER_SIZE)
     plain = (h["attributes"] & COMPRESSION_MASK) == 0
     small = wanted & (h["recordsCount"] == 1) & plain & (size <= _SMALL)
