@@ -12,6 +12,7 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from kraftlog.files.storage import Remote, Source
 from kraftlog.wire import codecs
 from kraftlog.wire.batch import (
     COMPRESSION_MASK,
@@ -183,17 +184,22 @@ def _resync(window: _Window, start: int, limits: Limits) -> int:
 
 
 def read_log_file(
-    path: str | os.PathLike, limits: Limits = Limits(), *, records: bool = True, skip_before: int = -1
+    path: "str | os.PathLike | Remote", limits: Limits = Limits(), *, records: bool = True, skip_before: int = -1
 ) -> Iterator[Batch | Region]:
     """Yield the batches and unreadable regions of one file, in file order.
 
-    The file is opened read-only and no lock is taken, so a live broker's directory can be read.
+    The file is opened read-only and no lock is taken, so a live broker's directory can be read. A
+    ``storage.Remote`` (a file of an object store or HDFS) is read through the storage layer.
     ``records=False`` reads headers and CRCs only; so do batches that end before ``skip_before``.
     Only the bytes it had when opened are read; a file gone before it is opened, or ending before
     that size while read (a broker's retention or truncation) raises ``FileChangedError``, and one
     that is not a regular file ``NotRegularFileError`` (it is opened without blocking, so a FIFO
     cannot hang the read).
     """
+    if isinstance(path, Remote):  # through pyarrow.fs, in ranged reads (see ``storage``)
+        with Source(path) as src:
+            yield from read_log_stream(src.stream(0), src.size, limits, records=records, skip_before=skip_before)
+        return
     with open_regular(path) as f:
         yield from read_log_stream(f, os.fstat(f.fileno()).st_size, limits, records=records,
                                    skip_before=skip_before)
