@@ -16,7 +16,7 @@ from kraftlog.spark.fold import EVENT_COLUMNS, fold_function
 from kraftlog.spark.passes import _groups
 from kraftlog.spark.plan import GAP, SEED, Reset, Snapshot, plan
 from kraftlog.spark.replayed import Replayed
-from kraftlog.spark.sink import Sink, read_staged, read_staged_folder
+from kraftlog.spark.sink import Sink, read_staged, read_staged_parts, recording
 from kraftlog.spark.transactions import Marker, transactions
 from kraftlog.state.image import ClusterImage
 
@@ -228,15 +228,23 @@ def test_runs_of_nothing_are_none():
     assert events.runs(np.asarray([4, 4, 1, 4])) == [(0, 2), (2, 3), (3, 4)]
 
 
-def test_staged_parts_read_back_and_a_missing_one_is_an_error(tmp_path):
+def test_staged_parts_are_reported_read_back_and_a_missing_one_is_an_error(tmp_path):
     schema = pa.schema([("offset", pa.int64()), ("data", pa.string())])
     root = str(tmp_path)
-    for part, rows in (("a", [1, 2]), ("b", [3])):
-        sink = Sink(root, "t", schema, part, 7, staged=True, column="bucket")
-        sink.write(pa.record_batch([pa.array(rows), pa.array([str(r) for r in rows])], schema=schema))
-        assert sink.close() == len(rows)
+    with recording() as parts:
+        for part, rows in (("a", [1, 2]), ("b", [3])):
+            sink = Sink(root, "t", schema, part, 7, staged=True, column="bucket")
+            sink.write(pa.record_batch([pa.array(rows), pa.array([str(r) for r in rows])], schema=schema))
+            assert sink.close() == len(rows)
+    assert [(p["path"], p["rows"], p["value"], p["bytes"]) for p in parts] == [
+        (f"t/bucket=7/part-{x}.arrow", n, 7, (tmp_path / f"t/bucket=7/part-{x}.arrow").stat().st_size)
+        for x, n in (("a", 2), ("b", 1))]
+    parts = [{**p, "task": 5} for p in parts]
     assert read_staged(root, "t/bucket=7/part-a").column("offset").to_pylist() == [1, 2]
-    assert read_staged_folder(root, "t/bucket=7", schema).column("offset").to_pylist() == [1, 2, 3]
-    assert read_staged_folder(root, "t/bucket=8", schema).num_rows == 0
+    assert read_staged_parts(root, parts, schema).column("offset").to_pylist() == [1, 2, 3]
+    assert read_staged_parts(root, [], schema).num_rows == 0
     with pytest.raises(FileNotFoundError):
         read_staged(root, "t/bucket=7/part-c")
+    (tmp_path / "t/bucket=7/part-b.arrow").unlink()  # a part the reader cannot see is never read as no rows
+    with pytest.raises(FileNotFoundError, match=f"part written by task 5 on host .* at {root}/t/bucket=7/part-b"):
+        read_staged_parts(root, parts, schema)

@@ -1,10 +1,11 @@
 """The Spark session the job, the benchmark and the tests use.
 
-Started from plain Python, it is a ``local[*]`` session bound to loopback (no UI) whose workers run
-this interpreter, so they import the same kraftlog, and whose driver JVM maps its classes from an
-archive if ``python -m kraftlog.spark.classes`` wrote one. Started by ``spark-submit``, the
-submitter's master and network settings win; only the tuning below is added where the user set
-nothing.
+With a Spark Connect URL (``--remote`` or ``SPARK_REMOTE``) it is a Connect session: the job uses
+only DataFrame functions, no ``sparkContext``. Otherwise, started from plain Python, it is a
+``local[*]`` session bound to loopback (no UI) whose workers run this interpreter, so they import
+the same kraftlog, and whose driver JVM maps its classes from an archive if ``python -m
+kraftlog.spark.classes`` wrote one. Started by ``spark-submit`` or through Connect, the cluster's
+master and network settings win; only the tuning below is added where the user set nothing.
 """
 
 import hashlib
@@ -77,21 +78,25 @@ def submitted() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
-def session(master: str | None = None, app_name: str = "kraftlog", extra: dict[str, str] | None = None) -> SparkSession:
-    """The active session, or a new one: ``master`` (default ``local[*]``) unless spark-submit chose it."""
+def session(master: str | None = None, app_name: str = "kraftlog", extra: dict[str, str] | None = None,
+            remote: str | None = None) -> SparkSession:
+    """The active session, or a new one: a Spark Connect session to ``remote`` (or ``SPARK_REMOTE``),
+    else ``master`` (default ``local[*]``) unless spark-submit chose it."""
     # pyspark checks the pandas version even for Arrow-only functions; kraftlog does not use pandas
     warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
     builder = SparkSession.builder.appName(app_name)
-    if submitted():
-        if master:
+    if remote or os.environ.get("SPARK_REMOTE") or submitted():
+        # a Connect server or spark-submit owns the cluster; only SQL settings the user left unset are added
+        if remote:
+            builder = builder.remote(remote)
+        elif master and not os.environ.get("SPARK_REMOTE"):
             builder = builder.master(master)
         spark = builder.getOrCreate()
-        given = spark.sparkContext.getConf()
         for key, value in {**TUNING, **(extra or {})}.items():
-            if not given.contains(key):
+            if spark.conf.get(key, None) is None:
                 spark.conf.set(key, value)
         return spark
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
