@@ -12,8 +12,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kraftlog.files import storage
 from kraftlog.files.paths import BOOTSTRAP, METADATA_DIR_RE, LogFile, classify
 from kraftlog.files.reader import Limits, Region, read_log_file
+from kraftlog.files.storage import Remote, Where
 
 #: Files Kafka leaves in a partition directory that hold no records to replay.
 SKIPPED_SUFFIXES = {
@@ -68,8 +70,8 @@ class FileScan:
 class NodeDir:
     """One node's copy: its log dir and its ``__cluster_metadata-N`` folder."""
 
-    log_dir: Path
-    metadata_dir: Path | None
+    log_dir: Where  # a local Path, or a Remote (see ``storage``)
+    metadata_dir: Where | None
     meta: MetaProperties | None = None
     bootstrap: LogFile | None = None
     segments: list[LogFile] = field(default_factory=list)
@@ -77,7 +79,7 @@ class NodeDir:
     quorum_state: dict | None = None
     leader_epochs: list[tuple[int, int]] = field(default_factory=list)
     partition_metadata: dict[str, str] | None = None
-    skipped: list[tuple[Path, str]] = field(default_factory=list)
+    skipped: list[tuple[Where, str]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -113,8 +115,13 @@ def _int(text: str | None) -> int | None:
         return None
 
 
-def read_meta_properties(path: Path) -> MetaProperties:
-    props = _properties(path.read_text(errors="replace"))
+def _text(path: Where) -> str:
+    """A small text file's contents (``storage.read_small`` bounds it; undecodable bytes replaced)."""
+    return storage.read_small(path).decode(errors="replace")
+
+
+def read_meta_properties(path: str | os.PathLike | Where) -> MetaProperties:
+    props = _properties(_text(storage.resolve(path)))
     return MetaProperties(
         _int(props.get("version")),
         props.get("cluster.id"),
@@ -128,75 +135,108 @@ def read_meta_properties(path: Path) -> MetaProperties:
 _EPOCH_LINE = re.compile(r"\s*(-?[0-9]{1,19})\s+(-?[0-9]{1,19})\s*")
 
 
-def read_leader_epoch_checkpoint(path: Path) -> list[tuple[int, int]]:
+def read_leader_epoch_checkpoint(path: str | os.PathLike | Where) -> list[tuple[int, int]]:
     """Lines: version, count, then ``epoch startOffset`` pairs; other lines are left out."""
-    lines = path.read_text(errors="replace").split("\n")
+    lines = _text(storage.resolve(path)).split("\n")
     return [(int(m[1]), int(m[2])) for line in lines[2:] if (m := _EPOCH_LINE.fullmatch(line))]
 
 
-def _metadata_dirs(root: Path) -> Iterator[Path]:
+#: Folders below an input that are searched for log dirs: a fleet's layout is a few levels deep, and
+#: a deeper tree (or a loop of bind mounts) is refused rather than walked without end.
+MAX_DEPTH = 32
+
+
+class TooDeep(ValueError):
+    """An input whose folders nest deeper than ``MAX_DEPTH``: refused, not searched in part."""
+
+
+def _metadata_dirs(root: Where) -> Iterator[Where]:
+    """``__cluster_metadata-N`` folders below ``root`` in name order, walked iteratively (not into
+    symlinked folders, as ``os.walk``) and not below a metadata folder."""
     if METADATA_DIR_RE.match(root.name):
         yield root
         return
-    for dirpath, dirnames, _ in os.walk(root):
-        dirnames.sort()
-        for d in list(dirnames):
-            if METADATA_DIR_RE.match(d):
-                yield Path(dirpath) / d
-                dirnames.remove(d)
+    stack = [(root, 0)]
+    while stack:
+        folder, depth = stack.pop()
+        below = []
+        for p, s, link in storage.listdir(folder):
+            if s.kind != "dir":
+                continue
+            if METADATA_DIR_RE.match(p.name):
+                yield p
+            elif not link:
+                below.append(p)
+        if below and depth >= MAX_DEPTH:
+            raise TooDeep(f"{root}: folders nest more than {MAX_DEPTH} deep below it ({below[0]}); "
+                          "give the folder that holds the log dirs")
+        stack.extend((p, depth + 1) for p in reversed(below))
 
 
-def find_nodes(path: str | os.PathLike) -> list[NodeDir]:
-    """Every node copy below ``path``; a log dir without a metadata folder still counts if it
-    holds ``meta.properties`` or ``bootstrap.checkpoint``."""
-    root = Path(path)
-    if not root.is_dir():
+def find_nodes(path: str | os.PathLike | Remote) -> list[NodeDir]:
+    """Every node copy below ``path`` (a local path, or a ``Remote`` from ``storage.resolve``); a log
+    dir without a metadata folder still counts if it holds ``meta.properties`` or
+    ``bootstrap.checkpoint``."""
+    root = path if isinstance(path, Remote) else Path(path)
+    if storage.stat(root).kind != "dir":
         raise FileNotFoundError(f"not a directory: {root}")
     nodes = [load_node(d.parent, d) for d in _metadata_dirs(root)]
-    if not nodes and ((root / "meta.properties").exists() or (root / BOOTSTRAP).exists()):
+    if not nodes and any(storage.stat(root / n).kind != "missing" for n in ("meta.properties", BOOTSTRAP)):
         nodes.append(load_node(root, None))
     return nodes
 
 
-def load_node(log_dir: Path, metadata_dir: Path | None) -> NodeDir:
+def load_node(log_dir: Where, metadata_dir: Where | None) -> NodeDir:
     node = NodeDir(log_dir, metadata_dir)
-    if (log_dir / "meta.properties").is_file():
-        node.meta = read_meta_properties(log_dir / "meta.properties")
+    if storage.stat(log_dir / "meta.properties").kind == "file":
+        try:
+            node.meta = read_meta_properties(log_dir / "meta.properties")
+        except storage.StorageError as e:
+            node.problems.append(f"meta.properties unreadable: {e}; cluster and node id unknown")
     else:
         node.problems.append("no meta.properties: cluster and node id unknown")
-    if (log_dir / BOOTSTRAP).is_file():
+    if storage.stat(log_dir / BOOTSTRAP).kind == "file":
         node.bootstrap = classify(log_dir / BOOTSTRAP)
     if metadata_dir is None:
         return node
-    for p in sorted(metadata_dir.iterdir()):
-        if not p.is_file():
-            node.skipped.append((p, "not a file"))
+    for p, s, _ in storage.listdir(metadata_dir):
+        if s.kind != "file":
+            node.skipped.append((p, "not a file" if s.kind != "other" else "not a regular file"))
             continue
         lf = classify(p)
         if lf.kind == "segment":
             node.segments.append(lf)
         elif lf.kind == "snapshot":
             node.snapshots.append(lf)
-        elif p.name == "quorum-state":
+        elif p.name in _KNOWN_TEXT:
             try:
-                state = json.loads(p.read_text())
-            except (ValueError, RecursionError) as e:  # RecursionError: nesting too deep
-                node.problems.append(f"quorum-state is not JSON: {e}")
-            else:
-                if isinstance(state, dict):
-                    node.quorum_state = state
-                else:
-                    node.problems.append(f"quorum-state is JSON but not an object: {type(state).__name__}")
-        elif p.name == "leader-epoch-checkpoint":
-            node.leader_epochs = read_leader_epoch_checkpoint(p)
-        elif p.name == "partition.metadata":
-            node.partition_metadata = _properties(p.read_text(errors="replace"))
+                _known_text(node, p)
+            except storage.StorageError as e:
+                node.problems.append(f"{p.name} unreadable: {e}")
         else:
             why = next((w for s, w in SKIPPED_SUFFIXES.items() if p.name.endswith(s)), "not a Kafka log file")
             node.skipped.append((p, why))
     node.segments.sort(key=lambda f: f.offset)
     node.snapshots.sort(key=lambda f: (f.offset, f.epoch))
     return node
+
+
+def _known_text(node: NodeDir, p: Where) -> None:
+    """``quorum-state``, ``leader-epoch-checkpoint`` or ``partition.metadata`` into ``node``."""
+    if p.name == "quorum-state":
+        try:
+            state = json.loads(storage.read_small(p).decode())
+        except (ValueError, RecursionError) as e:  # UnicodeDecodeError is a ValueError; RecursionError: nesting too deep
+            node.problems.append(f"quorum-state is not JSON: {e}")
+        else:
+            if isinstance(state, dict):
+                node.quorum_state = state
+            else:
+                node.problems.append(f"quorum-state is JSON but not an object: {type(state).__name__}")
+    elif p.name == "leader-epoch-checkpoint":
+        node.leader_epochs = read_leader_epoch_checkpoint(p)
+    else:
+        node.partition_metadata = _properties(_text(p))
 
 
 def scan_file(lf: LogFile, limits: Limits = Limits()) -> FileScan:

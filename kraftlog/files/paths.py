@@ -5,6 +5,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from kraftlog.files.storage import Remote
+
 SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
 CHECKPOINT_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 BOOTSTRAP = "bootstrap.checkpoint"
@@ -15,7 +17,7 @@ METADATA_DIR_RE = re.compile(r"^__cluster_metadata-\d+$")
 class LogFile:
     """A readable log file: a segment, a snapshot, or the bootstrap snapshot."""
 
-    path: Path
+    path: Path | Remote
     kind: str  # "segment" | "snapshot" | "bootstrap" | "other"
     offset: int  # segment base offset, snapshot end offset (exclusive), 0 otherwise
     epoch: int = 0  # snapshot epoch
@@ -28,8 +30,8 @@ class LogFile:
         )
 
 
-def classify(path: str | os.PathLike) -> LogFile:
-    p = Path(path)
+def classify(path: str | os.PathLike | Remote) -> LogFile:
+    p = path if isinstance(path, Remote) else Path(path)
     name = p.name
     if m := SEGMENT_RE.match(name):
         return LogFile(p, "segment", int(m.group(1)))
