@@ -147,8 +147,7 @@ class NotVisible(RuntimeError):
 def not_visible(part: dict, task: int, reader: str) -> str:
     """The one line that fails a run when a reported part cannot be read where it must be."""
     return (f"part written by task {task} on host {part['host']} at {part['path']} is not visible to {reader}: "
-            "executors and driver do not share this output's storage; use a shared filesystem or object "
-            "storage for --output")
+            "executors and driver do not share this output's storage; use a shared filesystem for --output")
 
 
 def read_staged_parts(root: str, parts: list[dict], schema: pa.Schema) -> pa.Table:
