@@ -105,26 +105,24 @@ def session(master: str | None = None, app_name: str = "kraftlog", extra: dict[s
     context = SparkContext.getOrCreate(SparkConf().setMaster(master or "local[*]").setAppName(app_name)
                                        .setAll(list(settings.items())))
     context.setLogLevel("WARN")
-    # the SQL session takes a second or so to set up on the driver, and the Python workers as long
-    # to start on the first job: one overlaps the other
-    warm = threading.Thread(target=_start_workers, args=(context,), daemon=True)
-    warm.start()
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    warm.join()
+    # the passes' Python workers (those of mapInArrow: the SQL runner does not share the RDD's) start
+    # with the passes' modules imported, and the first query is planned, while the driver discovers
+    threading.Thread(target=_start_workers, args=(spark, context.defaultParallelism), daemon=True).start()
     return spark
 
 
-def _start_workers(context: SparkContext) -> None:
+def _start_workers(spark: SparkSession, slots: int) -> None:
     """One task per core, so each core's Python worker is up with the passes' modules imported."""
-    slots = context.defaultParallelism
-    context.parallelize(range(slots), slots).foreachPartition(_import_passes)
+    spark.range(slots, numPartitions=slots).mapInArrow(_import_passes, "id long").collect()
 
 
-def _import_passes(_) -> None:
+def _import_passes(batches):
     import pyarrow as pa
 
     import kraftlog.spark.passes  # noqa: F401
 
     pa.array([0])  # pyarrow's first conversion of Python values imports pandas
+    yield from batches
