@@ -18,6 +18,8 @@ Test modules take them with ``from cluster_support import spark_cluster, s3, spa
 """
 
 import contextlib
+import json
+import math
 import os
 import re
 import shutil
@@ -30,6 +32,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow.dataset as ds
 import pyspark
 import pytest
 
@@ -141,9 +144,10 @@ class SparkCluster:
         return subprocess.run([*argv, str(script), *args], cwd=self.driver_root, capture_output=True, text=True,
                               timeout=timeout, env=clean_env(PYTHONPATH=str(REPO), **(env or {})))
 
-    def job(self, *args: str, env: dict[str, str] | None = None, timeout: float = 900) -> subprocess.CompletedProcess:
+    def job(self, *args: str, env: dict[str, str] | None = None, conf: dict[str, str] | None = None,
+            timeout: float = 900) -> subprocess.CompletedProcess:
         """``jobs/kraft_metadata.py args`` on the cluster."""
-        return self.submit(REPO / "jobs" / "kraft_metadata.py", *args, env=env, timeout=timeout)
+        return self.submit(REPO / "jobs" / "kraft_metadata.py", *args, env=env, conf=conf, timeout=timeout)
 
     def executor_logs(self) -> str:
         """Every executor's stderr so far (for a failing test's message)."""
@@ -194,6 +198,10 @@ class S3:
 
     endpoint: str
     env: dict[str, str]
+
+    def spark_conf(self) -> dict[str, str]:
+        """The same settings for a cluster's executors (``spark.executorEnv.*``)."""
+        return {f"spark.executorEnv.{k}": v for k, v in self.env.items()}
 
     def client(self):
         import boto3
@@ -274,3 +282,28 @@ def spark_connect(tmp_path_factory):
         yield f"sc://127.0.0.1:{port}"
     finally:
         server.stop()
+
+
+def tables(out: Path, roots: dict[str, str]) -> dict[str, list[tuple]]:
+    """Every table of an output as sorted rows, ``run_id`` left out and each input root in a string
+    replaced by its key in ``roots`` (so a local path and a URI of the same file compare equal)."""
+    def plain(v):
+        if isinstance(v, str):
+            for name, root in roots.items():
+                v = v.replace(root, name)
+            return v
+        if isinstance(v, float) and math.isnan(v):
+            return "NaN"
+        if isinstance(v, list):
+            return [plain(x) for x in v]
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        return v
+
+    out_tables = {}
+    for folder in sorted(p for p in out.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))):
+        t = ds.dataset(folder, format="parquet", partitioning="hive").to_table()
+        rows = [tuple(sorted((k, json.dumps(plain(v), sort_keys=True, default=str)) for k, v in r.items()
+                             if k != "run_id")) for r in t.to_pylist()]
+        out_tables[folder.name] = sorted(rows)
+    return out_tables

@@ -54,7 +54,7 @@ def test_a_fifo_named_like_a_segment_is_skipped_not_read(tmp_path):
     node, = done[0]
     assert node.segments == [] and node.skipped == [(md / "00000000000000000000.log", "not a regular file")]
     with pytest.raises(StorageError, match="not a regular file"):
-        Source(md / "00000000000000000000.log")  # opened without blocking, then refused
+        Source(md / "00000000000000000000.log").read_at(0, 10)  # opened without blocking, then refused
 
 
 def test_folders_nested_past_the_limit_are_refused_not_a_recursion_error(tmp_path):
@@ -89,8 +89,8 @@ def test_a_source_reads_short_after_the_file_shrinks_and_names_a_vanished_file(t
         assert f.read_at(0, 4096) == bytes(range(100))  # what is left, never a fault
         assert f.read_at(4000, 96) == b""
     p.unlink()
-    with pytest.raises(StorageError, match=f"{p}: no such file"):
-        Source(p)
+    with pytest.raises(storage.Changed, match=f"{p}: no such file"):
+        Source(p).read_at(0, 10)
 
 
 def _shape(nodes, root: str) -> list:
@@ -120,3 +120,10 @@ def test_discovery_on_s3_finds_what_it_finds_on_disk(s3, fixtures):  # noqa: F81
     assert all(s.mtime_ns for s in there.seen.values())
     with pytest.raises(InputError, match=f"--input {uri}/nothing: no such directory"):
         discover([f"{uri}/nothing"])
+
+
+@pytest.mark.parametrize("uri", ["hdfs://127.0.0.1:1/logs", "abfss://c@kraftlog-none.dfs.core.windows.net/logs"])
+def test_a_store_that_cannot_be_reached_is_one_line_not_a_traceback(uri):
+    with pytest.raises(InputError) as e:
+        discover([uri])
+    assert str(e.value).startswith(f"--input {uri}: {uri}: ") and "\n" not in str(e.value)

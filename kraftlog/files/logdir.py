@@ -81,6 +81,7 @@ class NodeDir:
     partition_metadata: dict[str, str] | None = None
     skipped: list[tuple[Where, str]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    stats: dict[str, storage.Stat] = field(default_factory=dict)  # str(path) -> what listing it said
 
     @property
     def cluster_id(self) -> str | None:
@@ -195,11 +196,13 @@ def load_node(log_dir: Where, metadata_dir: Where | None) -> NodeDir:
             node.problems.append(f"meta.properties unreadable: {e}; cluster and node id unknown")
     else:
         node.problems.append("no meta.properties: cluster and node id unknown")
-    if storage.stat(log_dir / BOOTSTRAP).kind == "file":
+    if (s := storage.stat(log_dir / BOOTSTRAP)).kind == "file":
         node.bootstrap = classify(log_dir / BOOTSTRAP)
+        node.stats[str(log_dir / BOOTSTRAP)] = s
     if metadata_dir is None:
         return node
     for p, s, _ in storage.listdir(metadata_dir):
+        node.stats[str(p)] = s
         if s.kind != "file":
             node.skipped.append((p, "not a file" if s.kind != "other" else "not a regular file"))
             continue

@@ -16,7 +16,9 @@ import functools
 import os
 import re
 import stat as st
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
@@ -29,6 +31,8 @@ SCHEMES = {"s3": "s3", "s3a": "s3", "gs": "gs", "gcs": "gs", "abfs": "abfs", "ab
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 #: ``meta.properties``, ``quorum-state``, ``leader-epoch-checkpoint``: bytes long in real life.
 SMALL_FILE_CAP = 1 << 20
+#: How long a store's client may retry one request before its error is reported.
+RETRY_SECONDS = 30
 
 
 class StorageError(OSError):
@@ -90,6 +94,17 @@ def resolve(given: str | os.PathLike) -> Where:
     return Remote(text.rstrip("/") if len(text) > len(m[0]) else text)
 
 
+def filesystem(given: "str | os.PathLike | Where") -> "tuple[pafs.FileSystem, str]":
+    """The ``pyarrow.fs`` filesystem and path of a local path or URI, as ``resolve`` reads it: for
+    what writes through pyarrow (Parquet, Arrow IPC) to where the user pointed."""
+    where = resolve(given)
+    if isinstance(where, Remote):
+        return where.located()
+    from pyarrow import fs as pafs
+
+    return pafs.LocalFileSystem(), str(where.absolute())
+
+
 def _env_key() -> tuple:
     """The settings a filesystem is made from (a test or a user may change them between runs)."""
     return tuple(os.environ.get(k) for k in ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_REGION",
@@ -106,8 +121,10 @@ def _filesystem(root: str, _env: tuple) -> "tuple[pafs.FileSystem, str]":
     try:
         if scheme == "s3":
             return _s3(), rest
+        if scheme == "gs":  # its client retries for 15 minutes by default (no network: a hang)
+            return pafs.GcsFileSystem(retry_time_limit=timedelta(seconds=RETRY_SECONDS)), rest
         return pafs.FileSystem.from_uri(f"{scheme}://{rest}")
-    except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid is a ValueError, ArrowIOError an OSError
+    except _failures() as e:
         raise StorageError(f"{root}: cannot reach the store: {_one_line(e)}") from None
 
 
@@ -126,6 +143,14 @@ def _s3() -> "pafs.S3FileSystem":
     from pyarrow import fs as pafs
 
     return pafs.S3FileSystem(**options)
+
+
+def _failures() -> tuple[type[BaseException], ...]:
+    """What a store's client raises: pyarrow's errors are ``OSError``, ``ValueError`` or, from the
+    Azure and other SDKs, a bare ``ArrowException``."""
+    from pyarrow.lib import ArrowException
+
+    return OSError, ValueError, ArrowException
 
 
 def _one_line(e: BaseException) -> str:
@@ -173,7 +198,7 @@ def stat(where: Where) -> Stat:
     fs, path = where.located()
     try:
         return _remote_stat(fs.get_file_info(path))
-    except (OSError, ValueError) as e:
+    except _failures() as e:
         raise StorageError(f"{where}: {_one_line(e)}") from None
 
 
@@ -198,7 +223,7 @@ def listdir(where: Where) -> list[tuple[Where, Stat, bool]]:
     fs, path = where.located()
     try:
         infos = fs.get_file_info(pafs.FileSelector(path, recursive=False))
-    except (OSError, ValueError) as e:
+    except _failures() as e:
         raise StorageError(f"{where}: {_one_line(e)}") from None
     return sorted(((where / i.base_name, _remote_stat(i), False) for i in infos), key=lambda x: x[0].name)
 
@@ -212,43 +237,94 @@ def read_small(where: Where, cap: int = SMALL_FILE_CAP) -> bytes:
     with Source(where) as f:
         if f.size > cap:
             raise TooLarge(f"{where}: {f.size} bytes, more than the {cap} such a file can hold")
-        return f.read_at(0, f.size)
+        return f.read_at(0, cap)
+
+
+class Changed(StorageError):
+    """A file that is not the one that was listed, or that changed while it was read."""
 
 
 class Source:
-    """An input file open for ranged reads: ``read_at`` returns at most what is asked, fewer bytes
-    only where the file ended early (it shrank), never a mapping that faults."""
+    """An input file for ranged reads, opened at its first use (so that whatever reads it can say
+    what went wrong), and checked then against ``expect`` (what a listing saw: size, modification
+    time, inode where local). ``read_at`` returns fewer bytes than asked only where the file ended
+    early (it shrank): never a mapping that faults."""
 
-    def __init__(self, where: Where) -> None:
-        self.where = where
+    def __init__(self, where: "str | os.PathLike | Where", expect: Stat | None = None) -> None:
+        self.where, self.expect = resolve(where), expect
+        self._fd: int | None = None
+        self._file = None
+        self._stat: Stat | None = None
+
+    def _open(self) -> Stat:
+        where = self.where
         try:
             if isinstance(where, Path):
                 self._fd = os.open(where, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO must not block the open
-                s = os.fstat(self._fd)
-                self.stat = _local_stat(s)
-                self._file = None
+                self._stat = _local_stat(os.fstat(self._fd))
             else:
                 fs, path = where.located()
-                self._fd = None
-                self._file = fs.open_input_file(path)
-                self.stat = _remote_stat(fs.get_file_info(path))
+                info = fs.get_file_info(path)
+                self._stat = _remote_stat(info)
+                if self._stat.kind == "file":
+                    self._file = fs.open_input_file(path)
         except FileNotFoundError:
-            raise StorageError(f"{where}: no such file (it was there when the input was listed)") from None
-        except (OSError, ValueError) as e:
+            raise self.changed("no such file", "vanished") from None
+        except StorageError:
+            raise
+        except _failures() as e:
             raise StorageError(f"{where}: {getattr(e, 'strerror', None) or _one_line(e)}") from None
-        if self.stat.kind != "file":
+        if self._stat.kind == "missing":
+            raise self.changed("no such file", "vanished")
+        if self._stat.kind != "file":
             self.close()
             raise StorageError(f"{where}: not a regular file")
-        self.size = self.stat.size
+        if self.expect is not None and (why := _differs(self.expect, self._stat)):
+            self.close()
+            raise self.changed(why, "is not the file that was listed")
+        return self._stat
+
+    @property
+    def stat(self) -> Stat:
+        return self._stat if self._stat is not None and self.opened else self._open()
+
+    @property
+    def opened(self) -> bool:
+        return self._fd is not None or self._file is not None
+
+    @property
+    def size(self) -> int:
+        return self.stat.size
+
+    def changed(self, why: str, what: str = "changed while read") -> "Changed":
+        return Changed(f"{self.where}: {what}: {why}" if what != "vanished"
+                       else f"{self.where}: {why} (it was there when the input was listed)")
 
     def read_at(self, offset: int, n: int) -> bytes:
+        if not self.opened:
+            self._open()
         try:
             if self._fd is not None:
                 return os.pread(self._fd, n, offset)
             return self._file.read_at(n, offset)
-        except (OSError, ValueError) as e:
+        except _failures() as e:
             raise StorageError(f"{self.where}: read of {n} bytes at {offset} failed: "
                                f"{getattr(e, 'strerror', None) or _one_line(e)}") from None
+
+    def stream(self, pos: int) -> "Stream":
+        """The file from ``pos`` on as a binary file object (``seek``/``read``), for the reader."""
+        return Stream(self.read_at, pos)
+
+    def check(self) -> None:
+        """``Changed`` if the file is not what it was when opened (size, modification time, inode)."""
+        if not self.opened:
+            return
+        try:
+            now = _local_stat(os.stat(self.where)) if self._fd is not None else stat(self.where)
+        except FileNotFoundError:
+            now = MISSING
+        if why := _differs(self._stat, now):
+            raise self.changed(why)
 
     def close(self) -> None:
         if self._fd is not None:
@@ -263,3 +339,32 @@ class Source:
 
     def __exit__(self, *_) -> None:
         self.close()
+
+
+def _differs(was: Stat, now: Stat) -> str | None:
+    """How ``now`` differs from ``was`` (size, modification time, inode where both have one)."""
+    if now.kind != was.kind:
+        return "it is gone" if now.kind == "missing" else f"it is no longer a {was.kind}"
+    if now.size != was.size:
+        return f"{was.size} bytes when listed, {now.size} now"
+    if was.inode is not None and now.inode is not None and was.inode != now.inode:
+        return f"another file (inode {was.inode} when listed, {now.inode} now)"
+    if was.mtime_ns is not None and now.mtime_ns is not None and was.mtime_ns != now.mtime_ns:
+        return "modified since it was listed (same size)"
+    return None
+
+
+class Stream:
+    """``read_at(offset, n)`` from ``start`` on as a binary file object (``seek``/``read``) whose
+    position 0 is ``start``: what the files layer's reader reads."""
+
+    def __init__(self, read_at: "Callable[[int, int], bytes]", start: int) -> None:
+        self.read_at, self.start, self.pos = read_at, start, start
+
+    def seek(self, pos: int) -> None:
+        self.pos = self.start + pos
+
+    def read(self, n: int) -> bytes:
+        out = self.read_at(self.pos, n)
+        self.pos += len(out)
+        return out

@@ -118,11 +118,13 @@ def discover(inputs: list[str]) -> Inventory:
             inv.problems.extend((copy.copy_id, p) for p in node.problems)
 
             def add(path: Where, kind: str, offset: int | None, epoch: int | None, why: str | None,
-                    copy: Copy = copy) -> None:
-                try:
-                    found = storage.stat(path)
-                except storage.StorageError:  # a task reading it says why
-                    found = storage.MISSING
+                    copy: Copy = copy, node: NodeDir = node) -> None:
+                found = node.stats.get(str(path))  # from the listing: no request per file of a store
+                if found is None:
+                    try:
+                        found = storage.stat(path)
+                    except storage.StorageError:  # a task reading it says why
+                        found = storage.MISSING
                 inv.seen[len(inv.files)] = found
                 inv.files.append(FileEntry(len(inv.files), copy.copy_id, copy.cluster_id, copy.node_id,
                                            copy.log_dir, str(path.absolute()), kind, offset, epoch,

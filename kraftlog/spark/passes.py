@@ -6,7 +6,6 @@ end together."""
 
 import gc
 import json
-import mmap
 import re
 from collections import defaultdict
 from collections.abc import Collection
@@ -16,6 +15,7 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from kraftlog.files.reader import Limits
+from kraftlog.files.storage import Source
 from kraftlog.spark.decode import (
     BATCHES,
     RECORDS,
@@ -39,7 +39,8 @@ def _sizes(inv: Inventory, keep: Collection[int] | None = None) -> dict[int, int
 
 
 def _meta(inv: Inventory) -> dict[int, FileMeta]:
-    return {f.file_id: FileMeta(f.file_id, f.cluster_id, f.node_id, f.log_dir, f.file, f.kind) for f in inv.readable}
+    return {f.file_id: FileMeta(f.file_id, f.cluster_id, f.node_id, f.log_dir, f.file, f.kind, inv.seen.get(f.file_id))
+            for f in inv.readable}
 
 
 #: Input bytes per Spark task a pass aims at (``tasks``).
@@ -119,14 +120,13 @@ def _rare_collections():
         gc.set_threshold(*before)
 
 
-def _read(meta: FileMeta) -> bytes | mmap.mmap:
-    """The file's bytes, mapped: a task's memory does not grow with the size of what it reads
-    (a file named like a segment can be any size)."""
-    with open(meta.file, "rb") as f:
-        try:
-            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        except ValueError:  # an empty file cannot be mapped
-            return b""
+def _read(meta: FileMeta) -> Source:
+    """The file (a local path or a URI), read through the storage layer in windows (``walk.WINDOW``),
+    so a task's memory does not grow with the size of what it reads; never mapped, since a file
+    truncated under a map kills the worker (SIGBUS). It is checked against what discovery saw when
+    first read and again at the end: a file gone, replaced, changed or unreadable is an
+    ``unreadable`` note of the pass (see ``decode``), never a crash."""
+    return Source(meta.file, meta.seen)
 
 
 def read(spark: SparkSession, inv: Inventory, root: str, run_id: str, limits: Limits,
