@@ -18,12 +18,12 @@ import socket
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from urllib.parse import urlparse
 
 import pyarrow as pa
-import pyarrow.fs as pafs
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
+
+from kraftlog.files.storage import filesystem
 
 #: Characters Spark escapes in partition folder names (``ExternalCatalogUtils.escapePathName``).
 _ESCAPED = set(chr(c) for c in range(1, 32)) | set('"#%\'*/:=?\\\x7f{[]^')
@@ -32,15 +32,6 @@ _ESCAPED = set(chr(c) for c in range(1, 32)) | set('"#%\'*/:=?\\\x7f{[]^')
 def partition_value(value: str) -> str:
     """``cluster_id=<value>`` as Spark writes and reads it back."""
     return "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in value)
-
-
-def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
-    """A pyarrow filesystem and path for a Hadoop-style URI (``file:/x``, ``hdfs://nn/x``, ``s3a://b/x``)."""
-    parsed = urlparse(uri)
-    if parsed.scheme in ("", "file"):
-        return pafs.LocalFileSystem(), parsed.path
-    scheme = "s3" if parsed.scheme in ("s3a", "s3n") else parsed.scheme
-    return pafs.FileSystem.from_uri(uri.replace(parsed.scheme + "://", scheme + "://", 1))
 
 
 def encodings(schema: pa.Schema) -> dict:
