@@ -7,13 +7,12 @@ import json
 import shutil
 import subprocess
 import tempfile
-import textwrap
 from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
 
-from cluster_support import PYTHON, clean_env, package_zip, spark_cluster, spark_connect  # noqa: F401
+from cluster_support import PYTHON, clean_env, spark_cluster, spark_connect  # noqa: F401
 from conftest import REPO
 from kraftlog.spark import passes
 from kraftlog.spark.job import TABLES, Options, run
@@ -103,24 +102,14 @@ def test_a_cluster_with_a_shared_output_gives_the_local_tables(spark_cluster, sh
     assert rows(out) == rows(local_run)
 
 
-_CONNECT = '''
-import runpy, sys
-from pyspark.sql import SparkSession
-
-url, package, job, *argv = sys.argv[1:]
-spark = SparkSession.builder.remote(url).getOrCreate()
-spark.addArtifacts(package, pyfile=True)  # kraftlog for the server's Python workers
-sys.argv = [job, "--remote", url, *argv]
-runpy.run_path(job, run_name="__main__")
-'''
-
-
-def test_spark_connect_gives_the_local_tables(spark_connect, shared_input, local_run, tmp_path):  # noqa: F811
+@pytest.mark.parametrize("how", ["--remote", "SPARK_REMOTE"])
+def test_spark_connect_gives_the_local_tables(spark_connect, shared_input, local_run, tmp_path, how):  # noqa: F811
+    """The plain command line on a Connect server (which ships its kraftlog to the server's workers)."""
     out = tmp_path / "tables"
-    proc = subprocess.run([PYTHON, "-c", textwrap.dedent(_CONNECT), spark_connect,
-                           str(package_zip(tmp_path / "kraftlog.zip")), str(REPO / "jobs" / "kraft_metadata.py"),
-                           "--input", str(shared_input), "--output", str(out)],
-                          capture_output=True, text=True, timeout=900, env=clean_env(PYTHONPATH=str(REPO)), cwd=tmp_path)
+    remote = ["--remote", spark_connect] if how == "--remote" else []
+    env = clean_env(PYTHONPATH=str(REPO), **({"SPARK_REMOTE": spark_connect} if how == "SPARK_REMOTE" else {}))
+    proc = subprocess.run([PYTHON, str(REPO / "jobs" / "kraft_metadata.py"), *remote, "--input", str(shared_input),
+                           "--output", str(out)], capture_output=True, text=True, timeout=900, env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads((out / "_manifest.json").read_text())["master"] is not None
     assert rows(out) == rows(local_run)

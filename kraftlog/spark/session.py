@@ -5,20 +5,25 @@ only DataFrame functions, no ``sparkContext``. Otherwise, started from plain Pyt
 ``local[*]`` session bound to loopback (no UI) whose workers run this interpreter, so they import
 the same kraftlog, and whose driver JVM maps its classes from an archive if ``python -m
 kraftlog.spark.classes`` wrote one. Started by ``spark-submit`` or through Connect, the cluster's
-master and network settings win; only the tuning below is added where the user set nothing.
+master and network settings win; only the tuning below is added where the user set nothing. A
+Connect session gets this kraftlog shipped to the server's Python workers.
 """
 
 import hashlib
 import os
 import shutil
 import sys
+import tempfile
 import threading
 import warnings
+import zipfile
 from pathlib import Path
 
 import pyspark
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
+
+import kraftlog
 
 #: Only for sessions we start ourselves: a laptop or CI box must not listen on other interfaces.
 LOOPBACK = {
@@ -98,6 +103,8 @@ def session(master: str | None = None, app_name: str = "kraftlog", extra: dict[s
         for key, value in {**TUNING, **(extra or {})}.items():
             if spark.conf.get(key, None) is None:
                 spark.conf.set(key, value)
+        if not submitted():
+            _ship_package(spark)
         return spark
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -112,6 +119,20 @@ def session(master: str | None = None, app_name: str = "kraftlog", extra: dict[s
     # with the passes' modules imported, and the first query is planned, while the driver discovers
     threading.Thread(target=_start_workers, args=(spark, context.defaultParallelism), daemon=True).start()
     return spark
+
+
+def _ship_package(spark: SparkSession) -> None:
+    """The kraftlog this client runs, as a zip of its modules, to a Connect server's Python workers
+    (an artifact of this session only), so that they run the same code as the driver."""
+    package = Path(kraftlog.__file__).parent
+    if not package.is_dir():  # imported from a zip itself: the server has it already
+        return
+    with tempfile.TemporaryDirectory(prefix="kraftlog-ship-") as tmp:
+        zipped = Path(tmp) / "kraftlog.zip"
+        with zipfile.ZipFile(zipped, "w") as z:
+            for path in sorted(package.rglob("*.py")):
+                z.write(path, path.relative_to(package.parent))
+        spark.addArtifacts(str(zipped), pyfile=True)
 
 
 def _start_workers(spark: SparkSession, slots: int) -> None:
