@@ -4,7 +4,7 @@
         [--at-offset N ...] [--at-time T ...] [--every-checkpoint] [--report FILE]
 
 also ``python jobs/kraft_metadata.py ...`` (an embedded ``local[*]`` session; ``--master`` to
-override). The work is in ``kraftlog.spark``; this file only reads the command line.
+override, ``--remote sc://...`` or ``SPARK_REMOTE`` for Spark Connect). The work is in ``kraftlog.spark``; this file only reads the command line.
 """
 
 import argparse
@@ -14,7 +14,9 @@ import sys
 from kraftlog.files.reader import DEFAULT_MAX_BATCH_BYTES, Limits
 from kraftlog.spark.discover import InputError
 from kraftlog.spark.job import Options, check_report, run
+from kraftlog.spark.output import UnsafeOutput
 from kraftlog.spark.session import session
+from kraftlog.spark.sink import NotVisible
 from kraftlog.state.rebuild import parse_time
 from kraftlog.wire.codecs import DEFAULT_MAX_DECOMPRESSED
 
@@ -45,7 +47,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
                    "(out/r.html -> out/r-<cluster_id>.html); a FILE inside OUT is published with the tables. "
                    "Read and written on the driver, which reads the inputs for discovery already; never inside "
                    "an input. Exit 1 if a report fails (the tables are published all the same)")
-    p.add_argument("--master", help="Spark master (default: local[*], or what spark-submit was given)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--master", help="Spark master (default: local[*], or what spark-submit was given)")
+    where.add_argument("--remote", metavar="URL",
+                       help="run through Spark Connect at URL (sc://host:port); also SPARK_REMOTE")
     p.add_argument("--no-redact", action="store_true", help="write secret config values and SCRAM keys as they are")
     p.add_argument("--max-batch-bytes", type=int, default=DEFAULT_MAX_BATCH_BYTES)
     p.add_argument("--max-decompressed", type=int, default=DEFAULT_MAX_DECOMPRESSED)
@@ -60,15 +65,18 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
-    spark = session(args.master, "kraft_metadata")
+    spark = session(args.master, "kraft_metadata", remote=args.remote)
     try:
         manifest = run(spark, Options(
             inputs=args.input, output=args.output, at_offsets=args.at_offset, at_times=args.at_time,
             every_checkpoint=args.every_checkpoint, redact=not args.no_redact,
             limits=Limits(args.max_batch_bytes, args.max_decompressed), report=args.report))
-    except InputError as e:
+    except (InputError, UnsafeOutput) as e:
         print(f"kraft_metadata.py: error: {e}", file=sys.stderr)
         return 2
+    except NotVisible as e:  # nothing published: the previous output, if any, is as it was
+        print(f"kraft_metadata.py: error: {e}", file=sys.stderr)
+        return 1
     print(json.dumps({k: manifest[k] for k in ("run_id", "counts", "stage_seconds", "reports")}, indent=2))
     failed = {c: r["error"] for c, r in manifest["reports"].items() if "error" in r}
     for cluster, error in failed.items():
