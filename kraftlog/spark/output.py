@@ -8,30 +8,23 @@ import json
 import os
 from collections import defaultdict
 from pathlib import Path
-from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import uuid6
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 
+from kraftlog.files.paths import is_remote, local
+from kraftlog.spark.guard import MANIFEST, previous_name, staging_name
 from kraftlog.spark.sink import Parts, filesystem
-
-MANIFEST = "_manifest.json"
-
-
-def new_run_id() -> str:
-    """A UUIDv7: run ids sort by start time."""
-    return str(uuid6.uuid7())
 
 
 class Output:
     def __init__(self, spark: SparkSession, target: str, run_id: str) -> None:
-        if not urlparse(target).scheme:
-            target = os.path.abspath(target)
+        if not is_remote(target):
+            target = os.path.abspath(local(target))  # Hadoop's Path would take ``out#1`` as ``out`` and a fragment
         self.spark, self.run_id = spark, run_id
         self.schemas: dict[str, StructType] = {}
         self.counts: dict[str, int] = {}
@@ -40,8 +33,8 @@ class Output:
         self.target = self._path(target)
         self.fs = self.target.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
         parent, name = self.target.getParent(), self.target.getName()
-        self.staging = self._path(parent, f".{name}.staging-{run_id}")
-        self._previous = self._path(parent, f".{name}.previous-{run_id}")
+        self.staging = self._path(parent, staging_name(name, run_id))
+        self._previous = self._path(parent, previous_name(name, run_id))
 
     @property
     def root(self) -> str:
@@ -108,10 +101,10 @@ class Output:
     def place(self, path: Path) -> Path:
         """Where a file the driver writes must go to stand at ``path`` once the run is published: one
         inside the output folder goes into staging, so that publishing carries it instead of replacing it."""
-        target = urlparse(str(self.target))
-        if target.scheme not in ("", "file") or not path.is_relative_to(root := Path(unquote(target.path))):
+        target = str(self.target)
+        if is_remote(target) or not path.is_relative_to(root := Path(local(target))):
             return path
-        return Path(unquote(urlparse(str(self.staging)).path)) / path.relative_to(root)
+        return Path(local(str(self.staging))) / path.relative_to(root)
 
     def write_manifest(self, manifest: dict) -> None:
         stream = self.fs.create(self._path(self.staging, MANIFEST), True)

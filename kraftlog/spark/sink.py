@@ -10,6 +10,7 @@ What only a later pass reads back (``staged``) is Arrow IPC, lz4-compressed: hal
 cost to write and a third of its cost to read, for about seven times the bytes.
 """
 
+import os
 import uuid
 from urllib.parse import urlparse
 
@@ -17,6 +18,8 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
+
+from kraftlog.files.paths import is_remote, local
 
 #: Characters Spark escapes in partition folder names (``ExternalCatalogUtils.escapePathName``).
 _ESCAPED = set(chr(c) for c in range(1, 32)) | set('"#%\'*/:=?\\\x7f{[]^')
@@ -28,10 +31,11 @@ def partition_value(value: str) -> str:
 
 
 def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
-    """A pyarrow filesystem and path for a Hadoop-style URI (``file:/x``, ``hdfs://nn/x``, ``s3a://b/x``)."""
+    """A pyarrow filesystem and path for a local path or a Hadoop-style URI (``file:/x``, ``hdfs://nn/x``,
+    ``s3a://b/x``). A path is a path: ``out#1`` is a folder of that name, not ``out`` and a fragment."""
+    if not is_remote(uri):
+        return pafs.LocalFileSystem(), os.path.abspath(local(uri))
     parsed = urlparse(uri)
-    if parsed.scheme in ("", "file"):
-        return pafs.LocalFileSystem(), parsed.path
     scheme = "s3" if parsed.scheme in ("s3a", "s3n") else parsed.scheme
     return pafs.FileSystem.from_uri(uri.replace(parsed.scheme + "://", scheme + "://", 1))
 
