@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # nothing published: the previous output, if any, is as it was
         if args.debug or os.environ.get("KRAFTLOG_DEBUG"):
             raise
-        print(f"kraft_metadata.py: error: {one_line(e)} (the run failed; --debug for the traceback)",
+        print(f"kraft_metadata.py: error: {one_line(e, args.output)} (the run failed; --debug for the traceback)",
               file=sys.stderr)
         return 1
     print(json.dumps({k: manifest[k] for k in ("run_id", "counts", "stage_seconds", "reports")}, indent=2))

@@ -25,9 +25,9 @@ JOB = REPO / "jobs" / "kraft_metadata.py"
 ENV = {**os.environ, "PYTHONPATH": str(REPO), "SPARK_LOCAL_IP": "127.0.0.1"}
 
 
-def _job(*argv: str, cwd: Path, prefix: tuple[str, ...] = ()) -> tuple[int, list[str]]:
-    """Exit code and stderr lines of the job's command line, on a master no session can start."""
-    done = subprocess.run([*prefix, sys.executable, str(JOB), "--master", "nope", *argv], cwd=cwd, env=ENV,
+def _job(*argv: str, cwd: Path, prefix: list[str] = (), master: str = "nope") -> tuple[int, list[str]]:
+    """Exit code and stderr lines of the job's command line, by default on a master no session can start."""
+    done = subprocess.run([*prefix, sys.executable, str(JOB), "--master", master, *argv], cwd=cwd, env=ENV,
                           capture_output=True, text=True, timeout=120)
     return done.returncode, done.stderr.splitlines()
 
@@ -58,7 +58,7 @@ def test_an_output_that_is_holds_or_is_inside_an_input_is_refused_before_spark(n
     before = _contents(tmp_path)
     given = "node-1" if cwd == "evidence" else "evidence/node-1"
     code, err = _job("--input", given, "--output", output, cwd=tmp_path / cwd)
-    assert (code, err) == (2, [f"kraft_metadata.py: error: --output {output or repr('')} {says}" + err[0].split(says)[1]])
+    assert code == 2 and len(err) == 1 and err[0].startswith(f"kraft_metadata.py: error: --output {output or repr('')} {says}")
     assert _contents(tmp_path) == before  # nothing written, nothing removed
 
 
@@ -197,11 +197,28 @@ def test_one_line_names_an_os_error_from_a_worker_or_the_jvm():
     worker = ("An error occurred while calling o81.parquet.\n: org.apache.spark.SparkException: Job aborted\n"
               "\tat org.apache.spark.X\nTraceback (most recent call last):\n  File \"sink.py\", line 3\n"
               "OSError: [Errno 28] No space left on device: '/data/out/records/part-1.parquet'\n")
-    assert guard.one_line(RuntimeError(worker)) == "/data/out/records/part-1.parquet: No space left on device"
+    assert guard.one_line(RuntimeError(worker), "out") == "/data/out/records/part-1.parquet: No space left on device"
+    assert guard.one_line(RuntimeError("OSError: [Errno 28] Error writing bytes to file. Detail: [errno 28] No space "
+                                       "left on device\n"), "out") == "out: No space left on device"
     assert guard.one_line(RuntimeError("An error occurred while calling o3.x.\n: java.io.IOException: Mkdirs "
-                                       "failed to create /ro/x\n\tat org.Y")) == \
+                                       "failed to create /ro/x\n\tat org.Y"), "out") == \
         "RuntimeError: java.io.IOException: Mkdirs failed to create /ro/x"
-    assert guard.one_line(PermissionError(13, "Permission denied", "/srv/out")) == "/srv/out: Permission denied"
+    assert guard.one_line(PermissionError(13, "Permission denied", "/srv/out"), "out") == "/srv/out: Permission denied"
+
+
+@pytest.mark.spark
+def test_a_full_disk_fails_the_run_in_one_line_and_leaves_nothing(node, tmp_path):
+    """A 64 KiB tmpfs as the output's parent (a private mount namespace): the tasks' writes fail."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("a small tmpfs needs root and unshare")
+    (tmp_path / "small").mkdir()
+    prefix = ["unshare", "--mount", "sh", "-c", f"mount -t tmpfs -o size=64k tmpfs {tmp_path / 'small'} || exit 9; "
+              f"\"$@\"; code=$?; ls -A {tmp_path / 'small'} > {tmp_path / 'left'}; exit $code", "sh"]
+    code, err = _job("--input", str(node), "--output", "small/out", cwd=tmp_path, prefix=prefix, master="local[1]")
+    assert code == 1
+    assert err[-1] == ("kraft_metadata.py: error: small/out: No space left on device "
+                       "(the run failed; --debug for the traceback)")
+    assert (tmp_path / "left").read_text() == ""  # no staging folder, no lock
 
 
 @pytest.mark.spark

@@ -278,19 +278,20 @@ def _refuse_removal(_fn, path, exc) -> None:
     raise OSError(err.errno or errno.EIO, f"cannot remove the stale staging folder {path}: {err.strerror or err}")
 
 
-#: An OS error as Python prints it, also inside a Python worker's traceback that Spark passes on as text.
-_ERRNO = re.compile(r"\[Errno \d+\] ([^\n]*?)(?:: '([^'\n]*)')?$", re.MULTILINE)
+#: An OS error as Python or pyarrow prints it, also inside a Python worker's traceback that Spark passes
+#: on as text: its number, and the file it names if it names one.
+_ERRNO = re.compile(r"\[errno (\d+)\][^\n]*?(?:: '([^'\n]*)')?$", re.MULTILINE | re.IGNORECASE)
 
 
-def one_line(e: BaseException) -> str:
-    """Why a run failed, in one line: an OS error's path and reason (ENOSPC, EROFS, EACCES), also
-    where it comes back from the JVM or a Python worker as text; otherwise the error's first line
-    (a Java error's, past py4j's "An error occurred while calling ...")."""
-    if isinstance(e, OSError) and e.strerror:
-        return f"{e.filename}: {e.strerror}" if e.filename else e.strerror
+def one_line(e: BaseException, where: str) -> str:
+    """Why a run failed, in one line: an OS error's path (``where`` if it names none) and reason
+    (ENOSPC, EROFS, EACCES), also where it comes back from the JVM or a Python worker as text;
+    otherwise the error's first line (a Java error's, past py4j's "An error occurred while calling ...")."""
+    if isinstance(e, OSError) and e.errno:
+        return f"{e.filename or where}: {os.strerror(e.errno)}"
     text = str(e)
     if m := _ERRNO.search(text):
-        return f"{m[2]}: {m[1]}" if m[2] else m[1]
+        return f"{m[2] or where}: {os.strerror(int(m[1]))}"
     lines = [line.strip().removeprefix(": ") for line in text.splitlines()
              if line.strip() and not line.startswith(("\tat ", "An error occurred while calling"))]
     return f"{type(e).__name__}: {lines[0] if lines else ''}"[:500]
