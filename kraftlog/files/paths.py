@@ -100,21 +100,17 @@ def _read_root(given: str) -> tuple[str, PurePosixPath]:
     return store, root
 
 
+def _inside(inner: tuple[str, PurePosixPath], outer: tuple[str, PurePosixPath]) -> bool:
+    return inner[0] == outer[0] and inner[1].is_relative_to(outer[1])
+
+
 def read_by(path: str | os.PathLike, inputs: list[str]) -> str | None:
     """The input ``path`` lies inside, if any, so that nothing kraftlog writes lands in what it reads."""
-    store, target = location(os.fspath(path))
-    for given in inputs:
-        s, root = _read_root(given)
-        if s == store and target.is_relative_to(root):
-            return given
-    return None
+    target = location(os.fspath(path))
+    return next((given for given in inputs if _inside(target, _read_root(given))), None)
 
 
 def holds(path: str | os.PathLike, inputs: list[str]) -> str | None:
     """The input that lies inside ``path`` (or is it), if any: replacing ``path`` would delete it."""
-    store, target = location(os.fspath(path))
-    for given in inputs:
-        s, root = location(given)
-        if s == store and root.is_relative_to(target):
-            return given
-    return None
+    target = location(os.fspath(path))
+    return next((given for given in inputs if _inside(location(given), target)), None)
