@@ -18,7 +18,7 @@ import pytest
 import uuid6
 
 from conftest import REPO
-from kraftlog.spark import guard
+from kraftlog.spark import guard, job
 from spark_support import fixtures, kraft_metadata, spark, table  # noqa: F401
 
 JOB = REPO / "jobs" / "kraft_metadata.py"
@@ -60,6 +60,14 @@ def test_an_output_that_is_holds_or_is_inside_an_input_is_refused_before_spark(n
     code, err = _job("--input", given, "--output", output, cwd=tmp_path / cwd)
     assert code == 2 and len(err) == 1 and err[0].startswith(f"kraft_metadata.py: error: --output {output or repr('')} {says}")
     assert _contents(tmp_path) == before  # nothing written, nothing removed
+
+
+def test_the_api_checks_too(node, tmp_path):
+    """``job.run`` claims the output itself: no session is touched (``None`` here) before the refusal."""
+    before = _contents(tmp_path)
+    with pytest.raises(guard.UnsafeOutput, match="is or holds the input"):
+        job.run(None, job.Options([str(node)], str(node.parent)))
+    assert _contents(tmp_path) == before
 
 
 def test_an_output_inside_the_log_dir_of_a_metadata_folder_given_as_input_is_refused(node, tmp_path):

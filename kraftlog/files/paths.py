@@ -93,7 +93,7 @@ def _read_root(given: str) -> tuple[str, PurePosixPath]:
     """What reading ``given`` reads: a file or metadata folder given as input stands for its log dir
     (``meta.properties``, ``bootstrap.checkpoint`` are read too)."""
     store, root = location(given)
-    if not store and Path(root).is_file():
+    if not store and os.path.isfile(root):
         root = root.parent
     if METADATA_DIR_RE.match(root.name):
         root = root.parent

@@ -94,15 +94,18 @@ def check_output(output: str, inputs: list[str], overwrite: bool = False) -> Non
                            "reading never writes into an input")
     if is_remote(output):
         return
-    given = Path(os.path.abspath(local(output)))
-    if given.is_symlink():
+    given = os.path.abspath(local(output))
+    if os.path.islink(given):
         raise UnsafeOutput(f"--output {output} is a symlink to {where}; give the folder itself")
-    if not given.exists():
+    if not os.path.lexists(given):
         return
-    if not given.is_dir():
+    if not os.path.isdir(given):
         raise UnsafeOutput(f"--output {output} is an existing file, not a folder of tables; kraftlog never "
                            "replaces a file (not even with --overwrite): remove it or give another path")
-    foreign = not_ours(given)
+    try:
+        foreign = not_ours(Path(given))
+    except OSError as e:
+        raise UnsafeOutput(f"--output {output}: cannot read it: {e.strerror or e}") from None
     if foreign and not overwrite:
         raise UnsafeOutput(f"--output {output} exists and is not a kraftlog output ({foreign}); "
                            "give --overwrite to replace it")
