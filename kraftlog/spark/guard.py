@@ -14,8 +14,9 @@
   decoded records, secrets in clear. Only folders named so, with a UUIDv7 run id that started before
   this run, are removed; the lock says no run that wrote them is alive.
 
-Locking and clean-up are for local (and shared POSIX) filesystems, where ``flock`` and listing the
-output's parent work. Object stores have no lock here: pyarrow exposes no conditional put
+Locking and clean-up are for local filesystems, and shared ones where ``flock`` reaches every host
+(NFSv4, or v3 with lockd: Linux maps ``flock`` to NFS locks); a lock is never broken by age, since
+the kernel (or the NFS server) releases it with its process. Object stores have no lock here: pyarrow exposes no conditional put
 (``If-None-Match``), so two runs onto one bucket prefix are not kept apart; only the path checks apply.
 """
 
@@ -137,16 +138,6 @@ def not_ours(folder: Path) -> str | None:
     return f"it holds {extra[0]!r}, which kraftlog did not write" if extra else None
 
 
-def _proc_start(pid: int) -> str | None:
-    """A process's start time in clock ticks since boot (``/proc/<pid>/stat`` field 22): a pid reused by
-    another process has another one. None where there is no such process."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[19]
-
-
 @dataclass
 class Claim:
     """A run's hold on its output: its run id, the lock (local outputs) and what it cleaned up."""
@@ -241,9 +232,8 @@ def _lock(path: Path, output: str, run_id: str) -> int:
         print(f"kraftlog: taking over the lock {path} of a run that ended without releasing it: "
               f"{left.decode(errors='replace').strip()}", file=sys.stderr)
     os.ftruncate(fd, 0)
-    pid = os.getpid()
-    os.pwrite(fd, json.dumps({"run_id": run_id, "pid": pid, "proc_start": _proc_start(pid),
-                              "host": socket.gethostname(), "started": datetime.now(UTC).isoformat()}).encode(), 0)
+    os.pwrite(fd, json.dumps({"run_id": run_id, "pid": os.getpid(), "host": socket.gethostname(),
+                              "started": datetime.now(UTC).isoformat()}).encode(), 0)
     return fd
 
 
