@@ -39,6 +39,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
                    "never an input, inside one or holding one")
     p.add_argument("--overwrite", action="store_true",
                    help="replace OUT even if it is a folder kraftlog did not write (never a file, never an input)")
+    p.add_argument("--wait-lock", type=float, default=0, metavar="SECONDS",
+                   help="if another run is writing OUT, wait up to SECONDS for it to end (default: refuse, exit 1)")
     p.add_argument("--at-offset", type=int, action="append", default=[], metavar="N",
                    help="snapshot-equivalent views at offset N in every cluster (repeatable)")
     p.add_argument("--at-time", type=_time_text, action="append", default=[], metavar="T",
@@ -70,7 +72,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
     try:  # the output is locked before Spark starts; ``run`` takes this claim as its own
-        with claim(args.output, args.input, args.overwrite, args.report):
+        with claim(args.output, args.input, args.overwrite, args.report, args.wait_lock):
             spark = session(args.master, "kraft_metadata")
             manifest = run(spark, Options(
                 inputs=args.input, output=args.output, at_offsets=args.at_offset, at_times=args.at_time,

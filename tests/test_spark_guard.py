@@ -146,6 +146,29 @@ def test_a_second_run_onto_a_locked_output_is_refused_naming_the_holder(node, tm
     assert not lock.exists()
 
 
+def test_with_wait_lock_a_second_run_waits_for_the_first(node, tmp_path):
+    holder = subprocess.Popen([sys.executable, "-c", "import sys; from kraftlog.spark import guard; "
+                               f"c = guard.claim({str(tmp_path / 'out')!r}, []); print(c.run_id, flush=True); "
+                               "sys.stdin.read(); c.release()"], env=ENV, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    second = None
+    try:
+        first = holder.stdout.readline().strip()
+        second = subprocess.Popen([sys.executable, str(JOB), "--master", "nope", "--input", str(node), "--output",
+                                   "out", "--wait-lock", "300"], cwd=tmp_path, env=ENV, stderr=subprocess.PIPE,
+                                  text=True)
+        assert second.stderr.readline().startswith(f"kraftlog: waiting up to 300 s for run {first} (pid {holder.pid}")
+        holder.stdin.close()
+        assert holder.wait(60) == 0
+        rest = second.stderr.read().splitlines()
+        assert second.wait(60) == 1 and "Java gateway process exited" in rest[-1]  # past the lock, Spark was started
+    finally:
+        for p in (holder, second):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+
+
 def test_a_killed_holder_leaves_no_lock_that_blocks(node, tmp_path, capfd):
     holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from kraftlog.spark import guard; "
                                f"c = guard.claim({str(tmp_path / 'out')!r}, []); print(c.run_id, flush=True); "

@@ -8,7 +8,8 @@
   reports it names. An empty folder holds nothing to lose. Anything else needs ``--overwrite``.
 - One run at a time writes an output: ``.<name>.lock`` beside it, held with ``flock`` while the run
   lives (the kernel releases it when the process dies, so a killed run never leaves a lock that
-  blocks the next), naming the holder (run id, pid, host, start time). A second run is refused (exit 1).
+  blocks the next), naming the holder (run id, pid, host, start time). A second run is refused (exit 1),
+  or with ``--wait-lock SECONDS`` waits that long for the first to end.
 - The run holding the lock removes the staging folders (``.<name>.staging-<run_id>``,
   ``.<name>.previous-<run_id>``) that earlier runs onto the same output left when killed: they hold
   decoded records, secrets in clear. Only folders named so, with a UUIDv7 run id that started before
@@ -29,6 +30,7 @@ import re
 import shutil
 import socket
 import sys
+import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -172,9 +174,11 @@ class Claim:
 _claims: dict[tuple, Claim] = {}
 
 
-def claim(output: str, inputs: list[str], overwrite: bool = False, report: str | None = None) -> Claim:
-    """Check the output (and report), lock it and remove stale staging folders; raises ``UnsafeOutput``
-    (a usage error, or an output parent the job cannot write in) or ``OutputLocked``."""
+def claim(output: str, inputs: list[str], overwrite: bool = False, report: str | None = None,
+          wait: float = 0) -> Claim:
+    """Check the output (and report), lock it (waiting up to ``wait`` seconds for another run to end)
+    and remove stale staging folders; raises ``UnsafeOutput`` (a usage error, or an output parent the
+    job cannot write in) or ``OutputLocked``."""
     check_output(output, inputs, overwrite)
     if report:
         check_report(report, inputs)
@@ -189,7 +193,7 @@ def claim(output: str, inputs: list[str], overwrite: bool = False, report: str |
     held._lock = target.parent / lock_name(target.name)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        held._fd = _lock(held._lock, output, held.run_id)
+        held._fd = _lock(held._lock, output, held.run_id, wait)
     except BaseException as e:
         held.release()
         if isinstance(e, OSError):
@@ -204,8 +208,10 @@ def claim(output: str, inputs: list[str], overwrite: bool = False, report: str |
     return held
 
 
-def _lock(path: Path, output: str, run_id: str) -> int:
-    """``path`` opened and flocked, our details written in it; ``OutputLocked`` naming its holder."""
+def _lock(path: Path, output: str, run_id: str, wait: float) -> int:
+    """``path`` opened and flocked, our details written in it; ``OutputLocked`` naming its holder
+    if another run holds it for longer than ``wait`` seconds."""
+    deadline, told = time.monotonic() + wait, False
     while True:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
@@ -218,8 +224,15 @@ def _lock(path: Path, output: str, run_id: str) -> int:
                 who = f"run {h['run_id']} (pid {h['pid']} on {h['host']}, started {h['started']})"
             except (ValueError, KeyError, TypeError):
                 who = "another run"
-            raise OutputLocked(f"--output {output} is being written by {who}; "
-                               f"wait for it to end (its lock: {path})") from None
+            if time.monotonic() >= deadline:
+                raise OutputLocked(f"--output {output} is being written by {who}; wait for it to end "
+                                   f"(--wait-lock SECONDS) (its lock: {path})") from None
+            if not told:
+                print(f"kraftlog: waiting up to {wait:g} s for {who} to finish writing {output}", file=sys.stderr,
+                      flush=True)
+                told = True
+            time.sleep(0.2)
+            continue
         try:
             same = os.stat(path).st_ino == os.fstat(fd).st_ino
         except FileNotFoundError:
