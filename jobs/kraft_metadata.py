@@ -1,7 +1,7 @@
 """Spark job: copied KRaft ``__cluster_metadata`` log directories -> Parquet tables.
 
     spark-submit jobs/kraft_metadata.py --input PATH [PATH...] --output OUT
-        [--at-offset N ...] [--at-time T ...] [--every-checkpoint] [--report FILE] [--overwrite]
+        [--at-offset N ...] [--at-time T ...] [--every-checkpoint] [--report FILE] [--overwrite] [--wait-lock S]
 
 also ``python jobs/kraft_metadata.py ...`` (an embedded ``local[*]`` session; ``--master`` to
 override). The work is in ``kraftlog.spark``; this file only reads the command line.
@@ -85,6 +85,9 @@ def main(argv: list[str] | None = None) -> int:
     except OutputLocked as e:
         print(f"kraft_metadata.py: error: {e}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print(f"kraft_metadata.py: interrupted; nothing published to {args.output}", file=sys.stderr)
+        return 130
     except Exception as e:  # nothing published: the previous output, if any, is as it was
         if args.debug or os.environ.get("KRAFTLOG_DEBUG"):
             raise
