@@ -270,3 +270,12 @@ def test_a_path_is_a_path_and_a_rerun_replaces_its_own_output(spark, node, tmp_p
     assert f"kraftlog: removed {killed}" in capfd.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["evidence", "out#1"]
     assert len(table(tmp_path / "out#1", "records")) == first["counts"]["records"]
+
+
+@pytest.mark.parametrize("name", ["out#1", "out?x", "run:2", "a%20b"])
+def test_a_path_is_never_parsed_as_a_url(tmp_path, monkeypatch, name):
+    from kraftlog.spark.sink import filesystem
+
+    monkeypatch.chdir(tmp_path)
+    assert filesystem(f"{name}/records")[1] == f"{tmp_path}/{name}/records"
+    assert filesystem(f"file://{tmp_path}/a%20b")[1] == f"{tmp_path}/a b"  # a file: URI is unescaped
