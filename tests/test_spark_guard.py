@@ -224,6 +224,15 @@ def test_a_read_only_output_parent_is_refused_before_spark(node, tmp_path):
                                "Read-only file system"])
 
 
+def test_a_mount_point_is_refused_even_with_overwrite(node, tmp_path):
+    (tmp_path / "mnt").mkdir()
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("a mount needs root and unshare")
+    prefix = ["unshare", "--mount", "sh", "-c", f"mount -t tmpfs tmpfs {tmp_path / 'mnt'} && exec \"$@\"", "sh"]
+    code, err = _job("--input", str(node), "--output", "mnt", "--overwrite", cwd=tmp_path, prefix=prefix)
+    assert code == 2 and len(err) == 1 and "--output mnt is a mount point" in err[0]
+
+
 def test_one_line_names_an_os_error_from_a_worker_or_the_jvm():
     worker = ("An error occurred while calling o81.parquet.\n: org.apache.spark.SparkException: Job aborted\n"
               "\tat org.apache.spark.X\nTraceback (most recent call last):\n  File \"sink.py\", line 3\n"

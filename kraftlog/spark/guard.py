@@ -1,8 +1,8 @@
 """What the job may write and delete, checked before Spark starts (``claim``).
 
 - The output is never an input, inside one (or inside an input's log dir) or holding one, nor empty,
-  nor the filesystem's root, nor a symlink, nor an existing file (refused even with ``--overwrite``:
-  a file named as the output folder is a typo, and the operator removes it themselves if it must go).
+  nor the filesystem's root, nor a symlink, nor a mount point, nor an existing file (refused even with
+  ``--overwrite``: a file named as the output folder is a typo, and the operator removes it themselves).
 - An existing output folder is replaced only if kraftlog wrote it: a ``_manifest.json`` of ours (a
   ``run_id``, ``versions.kraftlog`` and ``counts``) and nothing beside the tables, manifest and
   reports it names. An empty folder holds nothing to lose. Anything else needs ``--overwrite``.
@@ -105,6 +105,9 @@ def check_output(output: str, inputs: list[str], overwrite: bool = False) -> Non
     if not os.path.isdir(given):
         raise UnsafeOutput(f"--output {output} is an existing file, not a folder of tables; kraftlog never "
                            "replaces a file (not even with --overwrite): remove it or give another path")
+    if os.path.ismount(given):
+        raise UnsafeOutput(f"--output {output} is a mount point, which publishing cannot replace in one rename "
+                           "(a copy-then-delete would empty it first); give a folder inside it")
     try:
         foreign = not_ours(Path(given))
     except OSError as e:
