@@ -2,10 +2,12 @@
 
 import errno
 import os
+import posixpath
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from urllib.parse import unquote, urlsplit
 
 from kraftlog.files.storage import Remote
 
@@ -152,17 +154,60 @@ def log_files_under(root: str | os.PathLike, all_partitions: bool = False,
     return found
 
 
+#: A URI names its scheme and ``//`` (``s3a://b/k``, ``hdfs://nn/x``) or is a ``file:`` URI; anything
+#: else is a path, whatever it holds (``out#1``, ``a?b``, ``run:2`` are file names).
+_URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://([^/]*)(.*)$", re.DOTALL)
+#: Names of one store: Hadoop's ``s3a``/``s3n`` are pyarrow's ``s3``, ``gcs`` is ``gs``.
+_STORE = {"s3a": "s3", "s3n": "s3", "gcs": "gs"}
+
+
+def is_uri(text: str) -> bool:
+    return bool(_URI.match(text)) or text.startswith("file:")
+
+
+def is_remote(text: str) -> bool:
+    """A URI of a store other than the local filesystem (``file:`` URIs and paths are local)."""
+    return is_uri(text) and not text.startswith("file:")
+
+
+def local(text: str) -> str:
+    """The local path a plain path or ``file:`` URI names (``file:/a%20b`` -> ``/a b``), not made absolute."""
+    return unquote(urlsplit(text).path) if text.startswith("file:") else text
+
+
+def location(text: str) -> tuple[str, PurePosixPath]:
+    """Where a path or URI points, in a form two can be compared in: ``("", real path)`` for a local one
+    (absolute, symlinks resolved), ``("<scheme>://<bucket>", key)`` for a URI (the scheme by store, the
+    key normalized: ``s3a://b/x/../y/`` is ``s3://b``, ``/y``)."""
+    m = _URI.match(text)
+    if m is None or m[1].lower() == "file":
+        return "", PurePosixPath(Path(local(text)).resolve())
+    scheme = m[1].lower()
+    return f"{_STORE.get(scheme, scheme)}://{m[2]}", PurePosixPath(posixpath.normpath("/" + m[3].lstrip("/")))
+
+
+def _read_root(given: str) -> tuple[str, PurePosixPath]:
+    """What reading ``given`` reads: a file or metadata folder given as input stands for its log dir
+    (``meta.properties``, ``bootstrap.checkpoint`` are read too)."""
+    store, root = location(given)
+    if not store and os.path.isfile(root):
+        root = root.parent
+    if METADATA_DIR_RE.match(root.name):
+        root = root.parent
+    return store, root
+
+
+def _inside(inner: tuple[str, PurePosixPath], outer: tuple[str, PurePosixPath]) -> bool:
+    return inner[0] == outer[0] and inner[1].is_relative_to(outer[1])
+
+
 def read_by(path: str | os.PathLike, inputs: list[str]) -> str | None:
-    """The input ``path`` lies inside, if any, so that nothing kraftlog writes lands in what it reads.
-    A file or metadata folder given as input stands for its log dir, which is read too
-    (``meta.properties``, ``bootstrap.checkpoint``)."""
-    target = Path(path).resolve()
-    for given in inputs:
-        root = Path(given).resolve()
-        if root.is_file():
-            root = root.parent
-        if METADATA_DIR_RE.match(root.name):
-            root = root.parent
-        if target.is_relative_to(root):
-            return given
-    return None
+    """The input ``path`` lies inside, if any, so that nothing kraftlog writes lands in what it reads."""
+    target = location(os.fspath(path))
+    return next((given for given in inputs if _inside(target, _read_root(given))), None)
+
+
+def holds(path: str | os.PathLike, inputs: list[str]) -> str | None:
+    """The input that lies inside ``path`` (or is it), if any: replacing ``path`` would delete it."""
+    target = location(os.fspath(path))
+    return next((given for given in inputs if _inside(location(given), target)), None)

@@ -12,7 +12,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from urllib.parse import urlparse
 
 import pyspark
 from pyspark.sql import SparkSession
@@ -21,14 +20,13 @@ from pyspark.sql.types import StringType, StructField
 
 from kraftlog import __version__
 from kraftlog.files.logdir import load_node
-from kraftlog.files.paths import read_by
 from kraftlog.files.reader import Limits
 from kraftlog.report import collect, write_report
-from kraftlog.spark import copies, entities, passes, tables, views
+from kraftlog.spark import copies, entities, guard, passes, tables, views
 from kraftlog.spark.decode import BATCHES, RECORDS
 from kraftlog.spark.discover import Inventory, discover, local_path
 from kraftlog.spark.events import EVENTS_TABLE
-from kraftlog.spark.output import Output, new_run_id
+from kraftlog.spark.output import Output
 from kraftlog.spark.plan import Plan, Snapshot, plan
 from kraftlog.spark.sink import NotVisible
 from kraftlog.spark.timelines import history_schema
@@ -57,6 +55,7 @@ class Options:
     redact: bool = True
     limits: Limits = field(default_factory=Limits)
     report: str | None = None  # HTML file on the driver's filesystem; one per cluster when there are several
+    overwrite: bool = False  # replace an existing output kraftlog did not write (see ``guard``)
 
 
 class Stages:
@@ -144,21 +143,6 @@ def _points(opts: Options, inv: Inventory, plans: dict[str, Plan], decoded: list
     return sorted(set(rows))
 
 
-def check_report(report: str, inputs: list[str]) -> None:
-    """Refuse, before any work, a report the job could not write or would write into what it reads
-    (an input, or the log dir of a metadata folder given as one): reading never writes into an input.
-    A folder that does not exist yet is made when the report is written."""
-    if urlparse(report).scheme not in ("", "file"):
-        raise ValueError(f"--report {report}: the report is written on the driver's filesystem; give a local path")
-    target = Path(local_path(report)).resolve()
-    if target.is_dir():
-        raise ValueError(f"--report {report} is a directory; give the HTML file to write")
-    given = read_by(target, [local_path(i) for i in inputs])
-    if given is not None:
-        raise ValueError(f"--report {report} is inside the input {given} (or its log dir); "
-                         "reading never writes into an input")
-
-
 def report_file(report: str, cluster_id: str, clusters: int) -> Path:
     """``report`` itself for one cluster; for several, ``<stem>-<cluster_id><suffix>`` beside it. Kafka's
     cluster ids are base64url; anything else (from a copied meta.properties) must not name another folder."""
@@ -192,10 +176,14 @@ def _reports(opts: Options, inv: Inventory, rank: dict[int, int],
 
 
 def run(spark: SparkSession, opts: Options) -> dict:
-    """Run the job; returns the manifest written beside the tables."""
-    if opts.report:
-        check_report(opts.report, opts.inputs)
-    run_id, started = new_run_id(), datetime.now(UTC)
+    """Run the job; returns the manifest written beside the tables. The output is checked and locked
+    first (``guard.claim``, which the command line took already before starting Spark)."""
+    with guard.claim(opts.output, opts.inputs, opts.overwrite, opts.report) as claim:
+        return _run(spark, opts, claim)
+
+
+def _run(spark: SparkSession, opts: Options, claim: guard.Claim) -> dict:
+    run_id, started = claim.run_id, datetime.now(UTC)
     out = Output(spark, opts.output, run_id)
     stages = Stages()
     try:
@@ -290,6 +278,7 @@ def run(spark: SparkSession, opts: Options) -> dict:
             with stages("report"):
                 reports = _reports(opts, inv, rank, out.place)
         manifest = _manifest(spark, out, opts, inv, rank, plans, stages, run_id, started, reports)
+        manifest["removed_stale"] = claim.removed  # earlier runs' staging folders
         out.write_manifest(manifest)
         out.publish()
         return manifest

@@ -16,32 +16,22 @@ import os
 import shutil
 from collections import defaultdict
 from pathlib import Path
-from urllib.parse import urlparse
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
-import uuid6
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 
+from kraftlog.files.paths import is_remote, local
+from kraftlog.spark.guard import MANIFEST, UnsafeOutput, previous_name, staging_name
 from kraftlog.spark.sink import NotVisible, Parts, not_visible, recording
 
-MANIFEST = "_manifest.json"
 #: Left out of every table folder: Hadoop's ``_SUCCESS`` and ``.crc`` files, ``_temporary`` folders
 #: and a killed task's ``.part-*.tmp`` break other readers' scans of the folder (polars fails on them).
 _HIDDEN = ("_", ".")
-
-
-class UnsafeOutput(ValueError):
-    """An output the job cannot replace without risking the previous one: refused before any work."""
-
-
-def new_run_id() -> str:
-    """A UUIDv7: run ids sort by start time."""
-    return str(uuid6.uuid7())
 
 
 def _exchange(a: str, b: str) -> bool:
@@ -68,11 +58,10 @@ def _remove(path: str) -> None:
 
 class Output:
     def __init__(self, spark: SparkSession, target: str, run_id: str) -> None:
-        scheme = urlparse(target).scheme
-        if scheme not in ("", "file"):
-            raise UnsafeOutput(f"--output {target}: {scheme}:// storage has no atomic rename, so a run could not "
+        if is_remote(target):
+            raise UnsafeOutput(f"--output {target}: object storage has no atomic rename, so a run could not "
                                "replace the previous output safely; give a local or shared-filesystem path")
-        self.target = os.path.abspath(target.removeprefix("file://") if scheme else target)
+        self.target = os.path.abspath(local(target))  # a path is a path: ``out#1`` is a folder of that name
         if os.path.ismount(self.target):
             raise UnsafeOutput(f"--output {target} is a mount point, which cannot be replaced in one rename; "
                                "give a folder inside it")
@@ -82,7 +71,7 @@ class Output:
         self.parts: dict[str, list[dict]] = defaultdict(list)  # table -> the parts tasks reported
         self.fs = pafs.LocalFileSystem()
         parent, name = os.path.split(self.target)
-        self.staging = os.path.join(parent, f".{name}.staging-{run_id}")
+        self.staging = os.path.join(parent, staging_name(name, run_id))
 
     @property
     def root(self) -> str:
@@ -217,7 +206,7 @@ class Output:
         elif _exchange(self.staging, self.target):
             _remove(self.staging)  # now the previous output
         else:
-            previous = self.staging.replace(".staging-", ".previous-")
+            previous = os.path.join(os.path.dirname(self.target), previous_name(os.path.basename(self.target), self.run_id))
             os.rename(self.target, previous)
             try:
                 os.rename(self.staging, self.target)
