@@ -154,16 +154,34 @@ class DumpOptions:
         return self.topic is None or self.topic.matches(e, rec, offset, where)
 
 
-def _payload(batch: Batch, r: Record, rec, opts: DumpOptions) -> tuple[tuple[str, object] | None, str]:
-    """The record's decoded payload as (json kind, json object) and as kafka-dump-log text."""
+def _payload_json(batch: Batch, rec, opts: DumpOptions) -> tuple[str, object] | None:
+    """The record's decoded payload as (json kind, json object); None for a raw record."""
     if rec is None:
-        return None, render.raw_payload_text(r)
+        return None
     if opts.redact:
         rec = redact(rec)
-    text = " " + (rec.dump_text() if batch.is_control else rec.dump_text(r.offset))
     if rec.error:
-        return ("error", rec.error), text
-    return ("control" if batch.is_control else "metadata", rec.to_json()), text
+        return "error", rec.error
+    return "control" if batch.is_control else "metadata", rec.to_json()
+
+
+def _payload_text(batch: Batch, r: Record, rec, opts: DumpOptions) -> str:
+    """The record's decoded payload as kafka-dump-log prints it after the record header."""
+    if rec is None:
+        return render.raw_payload_text(r)
+    if opts.redact:
+        rec = redact(rec)
+    return " " + (rec.dump_text() if batch.is_control else rec.dump_text(r.offset))
+
+
+def _batch_line(batch: Batch, jsonl: bool) -> str:
+    return render.dumps(render.batch_json(batch)) if jsonl else render.batch_text(batch)
+
+
+def _record_line(batch: Batch, r: Record, rec, opts: DumpOptions, jsonl: bool) -> str:
+    if jsonl:
+        return render.dumps(render.record_json(batch, r, _payload_json(batch, rec, opts)))
+    return render.record_text(batch, r, _payload_text(batch, r, rec, opts))
 
 
 def _decode(batch: Batch, r: Record, metadata: bool):
@@ -211,10 +229,9 @@ def dump_file(lf: LogFile, out: TextIO, opts: DumpOptions, stats: "Stats | None"
         if not sniffed and not batch.is_control and batch.records:
             metadata = _looks_like_metadata(batch)
             sniffed = True
-        batch_line = render.dumps(render.batch_json(batch)) if jsonl else render.batch_text(batch)
-        if not opts.filtering and not quiet:
-            out.write(batch_line + "\n")
-            batch_line = None
+        shown = not opts.filtering and not quiet  # the batch line is rendered only when written
+        if shown:
+            out.write(_batch_line(batch, jsonl) + "\n")
         counted = False
         for r in batch.records:
             s.records += 1
@@ -230,12 +247,10 @@ def dump_file(lf: LogFile, out: TextIO, opts: DumpOptions, stats: "Stats | None"
                 stats.add_record(rec)
                 counted = True
                 continue
-            if batch_line is not None:
-                out.write(batch_line + "\n")
-                batch_line = None
-            payload, text = _payload(batch, r, rec, opts)
-            out.write((render.dumps(render.record_json(batch, r, payload)) if jsonl
-                       else render.record_text(batch, r, text)) + "\n")
+            if not shown:
+                out.write(_batch_line(batch, jsonl) + "\n")
+                shown = True
+            out.write(_record_line(batch, r, rec, opts, jsonl) + "\n")
         if counted or (stats is not None and not opts.filtering):
             stats.add_batch(batch)
         if batch.error:
