@@ -1,11 +1,13 @@
 """``kraftlog dump``: one file's batches and records, as kafka-dump-log prints them or as JSON lines."""
 
 import argparse
+import dataclasses
 import os
 import re
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import TextIO
 
@@ -178,10 +180,106 @@ def _batch_line(batch: Batch, jsonl: bool) -> str:
     return render.dumps(render.batch_json(batch)) if jsonl else render.batch_text(batch)
 
 
-def _record_line(batch: Batch, r: Record, rec, opts: DumpOptions, jsonl: bool) -> str:
+#: Values up to this size have their rendered payload remembered for the rest of a file's dump: a
+#: quiet log is mostly the same few NoOp and heartbeat values.
+_MEMO_VALUE_BYTES = 64
+_MEMO_ENTRIES = 4096
+#: Whether lines of a shape seen before are filled into its template (tests compare both ways).
+TEMPLATES = True
+_SENTINEL = re.compile(r"\d{22}")  # longer than any int64 a line can hold
+
+
+class _Templates:
+    """Lines of one shape rendered once: the line of a probe whose ``inputs`` varying fields hold
+    22-digit sentinels is cut wherever one of ``slots`` (attributes of the object rendered, those
+    fields and values derived from them) shows, and later lines of that shape are the cuts joined
+    with the real object's values. The renderer stays the one source of the
+    text; a shape whose probe does not cut cleanly, or whose first real line differs from the
+    template's, is rendered the slow way for the rest of the file."""
+
+    def __init__(self, render_line, probe, inputs: int, slots: tuple[str, ...]) -> None:
+        self.render_line, self.probe, self.inputs, self.slots = render_line, probe, inputs, slots
+        self.cache: dict = {}
+
+    def line(self, shape, obj, *args) -> str:
+        template = self.cache.get(shape, False)
+        if template is False:
+            template = self._cut(obj, args) if len(self.cache) < _MEMO_ENTRIES else None
+            line = self.render_line(obj, *args)
+            if template is not None and template[0].format(*template[1](obj)) != line:
+                template = None
+            if len(self.cache) < _MEMO_ENTRIES:
+                self.cache[shape] = template
+            return line
+        if template is None:
+            return self.render_line(obj, *args)
+        return template[0].format(*template[1](obj))
+
+    def _cut(self, obj, args) -> tuple | None:
+        """(format string, getter of the slot values) from the probe's line, or None."""
+        probe = self.probe(obj, *(9 * 10**21 + k * 10**12 for k in range(self.inputs)))
+        by_text = {str(getattr(probe, name)): name for name in self.slots if getattr(probe, name) is not None}
+        text = self.render_line(probe, *args)
+        parts, names, at = [], [], 0
+        for m in _SENTINEL.finditer(text):
+            if m[0] not in by_text:
+                return None
+            parts.append(text[at : m.start()].replace("{", "{{").replace("}", "}}"))
+            names.append(by_text[m[0]])
+            at = m.end()
+        parts.append(text[at:].replace("{", "{{").replace("}", "}}"))
+        if not names:
+            return None
+        return "{}".join(parts), (lambda o: (getattr(o, names[0]),)) if len(names) == 1 else attrgetter(*names)
+
+
+def _batch_probe(batch: Batch, position: int, base: int, crc: int, first_ts: int, max_ts: int) -> Batch:
+    h = batch.header
+    return Batch(position, (base, *h[1:4], crc, *h[5:7], first_ts, max_ts, *h[9:]), batch.crc_valid)
+
+
+_BATCH_SLOTS = ("position", "base_offset", "crc", "base_timestamp", "max_timestamp")
+
+
+def _batch_templates(jsonl: bool) -> _Templates:
+    """Batch lines by shape: every header field but the offset, CRC and timestamps, and the CRC check.
+    The slots' derived values (lastOffset, deleteHorizonMs) are found as sentinels too."""
+    return _Templates(lambda b: _batch_line(b, jsonl), _batch_probe, len(_BATCH_SLOTS),
+                      _BATCH_SLOTS + ("last_offset", "delete_horizon_ms"))
+
+
+def _batch_shape(batch: Batch) -> tuple:
+    h = batch.header
+    return h[1:4] + h[5:7] + h[9:] + (batch.crc_valid,)
+
+
+def _record_probe(r: Record, offset: int, timestamp: int) -> Record:
+    return dataclasses.replace(r, offset=offset, timestamp=timestamp)
+
+
+def _record_line(batch: Batch, r: Record, rec, opts: DumpOptions, jsonl: bool, memo: dict,
+                 lines: _Templates) -> str:
+    """The record's line; a payload that decoded cleanly from a small value is rendered once per
+    (control, key, value) and file (it is a function of those bytes and ``opts`` alone), and so is
+    the rest of its line but the offset and timestamp."""
+    key = None
+    if rec is not None and rec.error is None and r.value is not None and len(r.value) <= _MEMO_VALUE_BYTES:
+        key = (batch.is_control, r.key, r.value)
+        payload = memo.get(key)
+    if key is None or payload is None:
+        payload = _payload_json(batch, rec, opts) if jsonl else _payload_text(batch, r, rec, opts)
+        if key is not None and len(memo) < _MEMO_ENTRIES:
+            memo[key] = payload
+    if key is not None and TEMPLATES:
+        shape = (*key, r.headers, batch.attributes, batch.record_sequence(r))
+        return lines.line(shape, r, batch, payload)
+    return _render_record(r, batch, payload, jsonl)
+
+
+def _render_record(r: Record, batch: Batch, payload, jsonl: bool) -> str:
     if jsonl:
-        return render.dumps(render.record_json(batch, r, _payload_json(batch, rec, opts)))
-    return render.record_text(batch, r, _payload_text(batch, r, rec, opts))
+        return render.dumps(render.record_json(batch, r, payload))
+    return render.record_text(batch, r, payload)
 
 
 def _decode(batch: Batch, r: Record, metadata: bool):
@@ -208,6 +306,14 @@ def dump_file(lf: LogFile, out: TextIO, opts: DumpOptions, stats: "Stats | None"
     out.flush()
     metadata = {"metadata": True, "raw": False}.get(opts.decoder, lf.is_metadata)
     sniffed = opts.decoder != "auto" or lf.is_metadata
+    memo: dict = {}
+    where = lf.path.name
+    batch_lines = _batch_templates(jsonl)
+    record_lines = _Templates(lambda r, batch, payload: _render_record(r, batch, payload, jsonl), _record_probe, 2,
+                              ("offset", "timestamp"))
+
+    def batch_line(batch: Batch) -> str:
+        return batch_lines.line(_batch_shape(batch), batch) if TEMPLATES else _batch_line(batch, jsonl)
     for item in read_log_file(lf.path, opts.limits):
         if isinstance(item, Region):
             s.skipped_bytes += item.length
@@ -231,7 +337,7 @@ def dump_file(lf: LogFile, out: TextIO, opts: DumpOptions, stats: "Stats | None"
             sniffed = True
         shown = not opts.filtering and not quiet  # the batch line is rendered only when written
         if shown:
-            out.write(_batch_line(batch, jsonl) + "\n")
+            out.write(batch_line(batch) + "\n")
         counted = False
         for r in batch.records:
             s.records += 1
@@ -241,16 +347,16 @@ def dump_file(lf: LogFile, out: TextIO, opts: DumpOptions, stats: "Stats | None"
             if rec is not None and rec.error:
                 s.undecodable += 1
                 s.errors += 1
-            if not opts.wants(r.offset, rec, lf.path.name):
+            if not opts.wants(r.offset, rec, where):
                 continue
             if stats is not None:  # --stats counts what the filters keep
                 stats.add_record(rec)
                 counted = True
                 continue
             if not shown:
-                out.write(_batch_line(batch, jsonl) + "\n")
+                out.write(batch_line(batch) + "\n")
                 shown = True
-            out.write(_record_line(batch, r, rec, opts, jsonl) + "\n")
+            out.write(_record_line(batch, r, rec, opts, jsonl, memo, record_lines) + "\n")
         if counted or (stats is not None and not opts.filtering):
             stats.add_batch(batch)
         if batch.error:
