@@ -11,7 +11,9 @@ a difference is printed and the script exits 1.
 Usage: scripts/bench_cli.py LOGDIR --old TREE [--new TREE] [--repeat N] [--only NAME,...]
        [--history-topic T]
 Prints one JSON line per command: records, old/new CPU seconds, records/CPU-s, speedup, and each
-side's ratio to the columnar decode.
+side's ratio to the columnar decode. ``history per change`` is the CPU of ``history --topic T``
+less that of a history of a topic the log does not hold (the same walk and replay, nothing shown),
+per change shown: run it on generated clusters of one length and different sizes.
 """
 
 from __future__ import annotations
@@ -47,12 +49,22 @@ def commands(logdir: Path, segments: list[str], topic: str, last: int, out: Path
     }
 
 
+def per_change(tree: str, logdir: Path, topic: str, repeat: int, out: Path) -> tuple[float, int]:
+    """(ms of CPU per change ``history --topic`` shows, changes)."""
+    argv = ["-m", "kraftlog.cli.main", "history", str(logdir), "--format", "jsonl", "--topic"]
+    shown = min(run(tree, [*argv, topic], out)[0] for _ in range(repeat))
+    none = min(run(tree, [*argv, "kraftlog-bench-absent"], out)[0] for _ in range(repeat))
+    changes = sum(1 for _ in run(tree, [*argv, topic], out)[3].splitlines())
+    return (shown - none) * 1000 / max(changes, 1), changes
+
+
 def run(tree: str, argv: list[str], out: Path) -> tuple[float, int, str, bytes]:
     """(CPU seconds, exit status, sha256 of stdout and of ``out`` if written, stdout)."""
     env = dict(os.environ, PYTHONPATH=tree)
     out.unlink(missing_ok=True)
     with tempfile.TemporaryFile() as stdout:
-        p = subprocess.Popen([sys.executable, *argv], stdout=stdout, stderr=subprocess.DEVNULL, env=env)
+        p = subprocess.Popen([sys.executable, *argv], stdout=stdout, stderr=subprocess.DEVNULL, env=env,
+                             cwd=tempfile.gettempdir())  # not a tree: ``-m`` puts the cwd first on sys.path
         _, status, usage = os.wait4(p.pid, 0)
         p.returncode = os.waitstatus_to_exitcode(status)
         stdout.seek(0)
@@ -112,6 +124,11 @@ def main(argv: list[str] | None = None) -> int:
                 "old_vs_columnar": round(records / times["old"] / columnar, 2),
                 "new_vs_columnar": round(records / times["new"] / columnar, 2),
             }), flush=True)
+        if wanted is None or "history per change" in wanted:
+            old_ms, changes = per_change(args.old, args.logdir, args.history_topic, args.repeat, out)
+            new_ms, _ = per_change(args.new, args.logdir, args.history_topic, args.repeat, out)
+            print(json.dumps({"command": "history per change", "changes": changes, "old_ms": round(old_ms, 3),
+                              "new_ms": round(new_ms, 3)}), flush=True)
     return status
 
 

@@ -151,3 +151,46 @@ def test_dumps_is_json_dumps():
     for obj in ({"a": 1.5, "b": "é\u2028\x00\"", "c": [None, True, False, float("inf"), -0.0, 1e300, 2**70]},
                 {"nested": {"x": [{"y": "z"}], "": []}}, {}):
         assert render.dumps(obj) == json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def _whole_cluster_state(match, image, redacted: bool):
+    """What ``history`` showed before issue 18: the whole cluster rendered, the entity picked from it."""
+    if match.config:
+        kind, name, key = match.config
+        values = image.configs.to_json(redacted).get(f"{kind}:{name}", {})
+        return values.get(key) if key else values
+    if match.broker is not None:
+        return image.brokers.to_json().get(str(match.broker))
+    topic = image.topics.to_json().get(match.topic)
+    if topic is None or match.partition is None:
+        return topic
+    return topic["partitions"].get(str(match.partition))
+
+
+def test_history_renders_only_the_entity_as_the_cluster_shows_it(quiet_log, monkeypatch, capsys):
+    from kraftlog.cli import history
+    from kraftlog.cli.main import main
+
+    compared = []
+    state = history._Matcher.state
+
+    def checked(self, image, redacted):
+        mine = state(self, image, redacted)
+        assert mine == _whole_cluster_state(self, image, redacted)
+        compared.append(mine)
+        return mine
+
+    monkeypatch.setattr(history._Matcher, "state", checked)
+    lines = [json.loads(x) for x in _dump(sorted(quiet_log.glob("*.log"))[0], False, monkeypatch,
+                                          fmt="jsonl").splitlines()]
+    topic = next(x["metadata"]["data"]["name"] for x in lines if x.get("metadata", {}).get("type") == "TOPIC_RECORD")
+    for target in (["--topic", topic], ["--topic", topic, "--partition", "1"], ["--topic", topic, "--partition", "99"],
+                   ["--broker", "2"], ["--config", f"TOPIC:{topic}"], ["--config", "BROKER:"],
+                   ["--config", f"TOPIC:{topic}:retention.ms"], ["--config", "NOPE:x"], ["--topic", "absent"]):
+        before = len(compared)
+        main(["history", str(quiet_log), *target, "--format", "jsonl"])
+        capsys.readouterr()
+        if target[1] not in ("absent", "NOPE:x"):
+            assert len(compared) > before, target
+    assert any(isinstance(c, dict) and c.get("partitions") for c in compared)
+    assert any(isinstance(c, dict) and "brokerEpoch" in c for c in compared)
