@@ -145,6 +145,7 @@ def test_the_diverging_copy_replays_its_uncommitted_change(generated):  # noqa: 
 
 def test_replay_reads_no_segment_that_ends_before_its_snapshot(monkeypatch):
     """Reaching an offset costs the log after the snapshot, not every segment before it."""
+    from kraftlog.files import copies
     from kraftlog.state import rebuild as rb
 
     node = find_nodes(str(REPO / "fixtures" / "single-node"))[0]
@@ -152,8 +153,8 @@ def test_replay_reads_no_segment_that_ends_before_its_snapshot(monkeypatch):
     assert len(node.segments) > 2 and node.segments[-1].offset < node.snapshots[-1].offset
     whole = rb.rebuild(node, offset=target, base="none").image.to_json()
     read = []
-    real = rb.iter_entries
-    monkeypatch.setattr(rb, "iter_entries", lambda lf, *a, **k: (read.append(lf.path.name), real(lf, *a, **k))[1])
+    real = copies.iter_entries
+    monkeypatch.setattr(copies, "iter_entries", lambda lf, *a, **k: (read.append(lf.path.name), real(lf, *a, **k))[1])
     built = rb.rebuild(node, offset=target)
     assert built.base == f"snapshot {node.snapshots[-1].path.name}" and not built.problems.messages
     assert [n for n in read if n.endswith(".log")] == [node.segments[-1].path.name]

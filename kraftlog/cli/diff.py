@@ -10,7 +10,7 @@ def add_parser(sub) -> None:
     p = sub.add_parser(
         "diff", help="what changed between two offsets or times, per entity",
         description="Replay to both points and list each entity (broker, topic, partition, config, "
-        "feature, ACL, ...) that was added, removed or changed, with before and after. A whole number is "
+        "feature, ACL, ...) that was added, removed or changed, with before and after. A whole number (or end) is "
         "an offset; anything else is a time (ISO-8601, or t:EPOCH_MS).")
     target.add_node_args(p)
     p.add_argument("--from", dest="start", required=True, metavar="A")
@@ -23,7 +23,8 @@ def run(args) -> int:
         a, b = target.point(args.start), target.point(args.end)
     except ValueError as e:
         raise target.main.UsageError(str(e)) from None
-    before, after = target.state_at(args, *a), target.state_at(args, *b)
+    log = None if target.Path(args.path).is_file() else target.open_log(args)
+    before, after = target.state_at(args, *a, log=log), target.state_at(args, *b, log=log)
     changes = diff(before.image, after.image, redact=not args.no_redact)
     if args.format == "json":
         print(json.dumps([c.to_json() for c in changes], indent=2))

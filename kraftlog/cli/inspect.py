@@ -6,6 +6,7 @@ from collections import Counter, defaultdict
 
 from kraftlog.cli import main, progress
 from kraftlog.cli.render import iso_time
+from kraftlog.files.copies import copy_order
 from kraftlog.files.coverage import compare_copies, coverage
 from kraftlog.files.logdir import FileScan, NodeDir, find_nodes, scan_file
 from kraftlog.files.reader import Limits
@@ -68,6 +69,11 @@ def node_report(node: NodeDir, limits: Limits) -> dict:
     }
 
 
+def _last_epoch(report: dict) -> int | None:
+    """The leader epoch of the copy's last batch: epochs only grow along a log."""
+    return max((s["epochs"][1] for s in report["segments"] if s["epochs"]), default=None)
+
+
 def inspect(path: str, limits: Limits) -> dict:
     nodes = find_nodes(path)
     reports = [node_report(n, limits) for n in nodes]
@@ -77,14 +83,16 @@ def inspect(path: str, limits: Limits) -> dict:
     clusters = []
     for cid, members in by_cluster.items():
         ends = [(r["coverage"]["lastOffset"] if r["coverage"]["lastOffset"] is not None else -1, n) for n, r in members]
-        newest = max(ends, key=lambda e: e[0])[1]
+        newest = min(members, key=lambda m: copy_order(_last_epoch(m[1]), m[1]["coverage"]["lastOffset"],
+                                                        m[0].node_id, str(m[0].log_dir)))[0]
         clusters.append({
             "clusterId": cid,
             "nodes": [n.node_id for n, _ in members],
             "newest": newest.node_id,
             "lastOffsets": {n.name: e for e, n in ends},
             "divergence": [
-                {"node": d.node, "reference": d.reference, "offset": d.offset, "detail": d.detail}
+                {"node": d.node, "reference": d.reference, "offset": d.offset, "detail": d.detail,
+                 "sameLog": d.offset is None or d.agreed > 0}
                 for d in (compare_copies(newest, n, limits) for n, _ in members if n is not newest)
             ],
         })
@@ -123,9 +131,12 @@ def _text(report: dict) -> str:
     for c in report["clusters"]:
         if len(c["nodes"]) < 2:
             continue
-        out.append(f"cluster {c['clusterId']}: nodes {c['nodes']}, newest copy: node {c['newest']}")
+        out.append(f"cluster {c['clusterId']}: nodes {c['nodes']}, the copy Raft would trust (last batch's "
+                   f"leader epoch, then end offset): node {c['newest']}")
         for d in c["divergence"]:
             where = f"diverges at offset {d['offset']}: {d['detail']}" if d["offset"] is not None else d["detail"]
+            if not d["sameLog"]:
+                where += " (no batch in common: another log under the same cluster id, kept apart)"
             out.append(f"  {d['node']} vs {d['reference']}: {where}")
     return "\n".join(out)
 

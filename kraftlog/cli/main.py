@@ -19,6 +19,10 @@ class UsageError(Exception):
     """A problem with the command line, reported with exit code 2."""
 
 
+class Refused(Exception):
+    """An answer the input cannot give truthfully (damaged, missing, or not there), exit code 1."""
+
+
 def parse_size(text: str) -> int:
     units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
     t = text.strip().lower().removesuffix("ib").removesuffix("b")
@@ -67,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         print(f"kraftlog: {e}", file=sys.stderr)
         return 2
+    except Refused as e:
+        print(f"kraftlog: {e}", file=sys.stderr)
+        return 1
     except BrokenPipeError:
         # the reader of our output went away (e.g. `| head`): not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -64,7 +64,7 @@ def run(args) -> int:
         return 1
     built, node = opened
     problems = ReadProblems()
-    history = [] if node is None else elections(node, shell.limits(args), problems)
+    history = [] if node is None else elections(node.node, shell.limits(args), problems)
     status = quorum_status(built.image, history, None if node is None else node.cluster_id)
     before, after = around(history, built.image.provenance.offset, args.elections)
     if args.format == "json":

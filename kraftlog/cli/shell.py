@@ -1,7 +1,7 @@
 """``kraftlog shell``: kafka-metadata-shell's ``/image`` tree at any point of the log, with time travel.
 
 Also the one place where ``partitions``, ``quorum`` and ``shell`` choose the node copy and the
-point (``add_point_options``, ``state_of``, ``open_node``): ``cli.target`` decides both.
+point (``add_point_options``, ``state_of``, ``open_log``): ``cli.target`` decides both.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from kraftlog.cli import main, target
 from kraftlog.cli.render import dumps, iso_time
-from kraftlog.files.logdir import NodeDir
+from kraftlog.files.copies import Log
 from kraftlog.files.reader import Limits
 from kraftlog.state.rebuild import Rebuilt
 
@@ -32,23 +32,20 @@ def limits(args) -> Limits:
     return main.limits_of(args)
 
 
-def open_node(args) -> NodeDir:
-    """The node copy PATH and --node choose (a usage error when there is none)."""
-    return target.pick_node(args.path, args.node, limits(args))
+def open_log(args) -> Log:
+    """The log PATH, --cluster and --node choose: every copy assembled, or one (``target.open_log``)."""
+    return target.open_log(args)
 
 
-def state_of(args) -> tuple[Rebuilt, NodeDir | None] | None:
+def state_of(args) -> tuple[Rebuilt, Log | None] | None:
     """The image at --offset/--time (the end without them) and the copy it came from (None for a
     single .checkpoint PATH). None, after one line on stderr, when the point has no state: an
     empty image is never shown as the cluster's."""
     if target.Path(args.path).is_file():
         built, node = target.state_at(args, args.offset, args.time), None
     else:
-        node = open_node(args)
-        try:
-            built = target.rebuild(node, offset=args.offset, time_ms=args.time, base=args.base, limits=limits(args))
-        except ValueError as e:
-            raise main.UsageError(str(e)) from None
+        node = open_log(args)
+        built = target.state_at(args, args.offset, args.time, log=node)
     if built.image.provenance.offset < 0 and built.image.transaction is None:
         print("kraftlog: no record of the log lies at or before that point: there is no state to show",
               file=sys.stderr)
@@ -115,7 +112,7 @@ class CommandError(Exception):
 class Console:
     """The shell's state (a cursor on the log and a working directory) and its commands."""
 
-    def __init__(self, node: NodeDir, limits: Limits, redact: bool) -> None:
+    def __init__(self, node: Log, limits: Limits, redact: bool) -> None:
         from kraftlog.state.cursor import Cursor
 
         self.node, self.limits, self.redact = node, limits, redact
@@ -333,16 +330,16 @@ class Console:
         if key in self._changes:
             return self._changes[key]
         from kraftlog.files.records import ReadProblems
-        from kraftlog.report.collect import earliest_base
         from kraftlog.schema import MetadataRecord
         from kraftlog.schema.redact import redact
-        from kraftlog.state.rebuild import log_entries, starting_point
+        from kraftlog.state.rebuild import earliest_base, log_entries, starting_point
         from kraftlog.state.tree import node_json
 
         if parts[:1] != ["image"]:
             raise CommandError("only nodes under /image change")
         problems = ReadProblems()
-        image, start, described = starting_point(self.node, None, None, earliest_base(self.node), self.limits, problems)
+        image, start, described = starting_point(self.node, None, None, earliest_base(self.node) or "none", self.limits,
+                                                 problems)
 
         def value() -> str | None:
             try:
@@ -468,7 +465,7 @@ def run(args) -> int:
         raise main.UsageError("shell reads a log dir (time travel needs the log), not a single file")
     if args.base != "auto":
         raise main.UsageError("shell starts each move from the snapshot at or below it; --base is not taken")
-    console = Console(open_node(args), limits(args), not args.no_redact)
+    console = Console(open_log(args), limits(args), not args.no_redact)
     start = END if args.offset is None and args.time is None else Point(args.offset, args.time)
     try:
         console.move(start)

@@ -194,7 +194,7 @@ def load_node(log_dir: Path, metadata_dir: Path | None) -> NodeDir:
         elif lf.kind == "snapshot":
             node.snapshots.append(lf)
         elif p.name == "quorum-state":
-            text = read(p, Path.read_text)
+            text = read(p, Path.read_bytes)  # decoded by json.loads: bad UTF-8 is "not JSON" too
             try:
                 state = json.loads(text) if text is not None else None
             except (ValueError, RecursionError) as e:  # RecursionError: nesting too deep

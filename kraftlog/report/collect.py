@@ -8,9 +8,9 @@ metadata transaction change nothing, and those of a committed one count when it 
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
+from kraftlog.files.copies import Log
 from kraftlog.files.logdir import NodeDir
 from kraftlog.files.reader import Limits
 from kraftlog.files.records import Entry, ReadProblems
@@ -36,7 +36,7 @@ from kraftlog.state.configs import BROKER, TOPIC, resource_key
 from kraftlog.state.features import METADATA_VERSION, ZK_MIGRATION_STATES, metadata_version_name
 from kraftlog.state.image import ABORT, END, ClusterImage
 from kraftlog.state.quotas import entity_key, entity_of
-from kraftlog.state.rebuild import log_entries, starting_point
+from kraftlog.state.rebuild import as_log, earliest_base, log_entries, starting_point
 
 #: Most time buckets a report keeps; the page draws one column per bucket.
 MAX_BUCKETS = 240
@@ -49,18 +49,22 @@ MIN_ISR = "min.insync.replicas"
 KAFKA_MIN_ISR = 1
 
 
-def collect(node: NodeDir, *, limits: Limits = Limits(), max_buckets: int = MAX_BUCKETS,
-            redact: bool = True) -> Timeline:
-    """The timeline of ``node``'s log from where it starts on disk (offset 0, or the earliest
-    snapshot the log continues from). Secret config values are redacted unless ``redact`` is False."""
+def collect(source: NodeDir | Log, *, limits: Limits = Limits(), max_buckets: int = MAX_BUCKETS,
+            redact: bool = True, apply_invalid: bool = True) -> Timeline:
+    """The timeline of a node's log, or of a log assembled from several copies, from where it starts
+    on disk (offset 0, or the earliest snapshot the log continues from). Secret config values are
+    redacted unless ``redact`` is False; ``apply_invalid=False`` ends the log at a batch failing its CRC."""
     if max_buckets < 1:
         raise ValueError("max_buckets must be at least 1")
+    log = as_log(source)
     problems = ReadProblems()
-    image, start, described = starting_point(node, None, None, earliest_base(node), limits, problems)
-    source = str(node.metadata_dir or node.log_dir)
-    model = Timeline(source, node.cluster_id, node.node_id, described)
+    image, start, described = starting_point(log, None, None, earliest_base(log) or "none", limits, problems)
+    where = ", ".join(str(n.metadata_dir or n.log_dir) for n in log.copies)
+    single = len(log.copies) == 1
+    model = Timeline(where, log.cluster_id, log.node.node_id if single else None,
+                     described if single else f"{described}, {log.name}")
     walker = _Walker(model, image, max_buckets, redact)
-    for entry in log_entries(node, start, limits, problems):
+    for entry in log_entries(log, start, limits, problems, apply_invalid):
         walker.add(entry)
     walker.finish()
     for message in problems.messages + [f"offset {p.offset} {p.type}: {p.message}" for p in image.problems]:
@@ -68,13 +72,6 @@ def collect(node: NodeDir, *, limits: Limits = Limits(), max_buckets: int = MAX_
     return model
 
 
-def earliest_base(node: NodeDir) -> str | Path:
-    """Replay from offset 0 when the log has it, else from the first snapshot the log continues from."""
-    first = node.segments[0].offset if node.segments else None
-    if first == 0:
-        return "none"
-    later = [s for s in node.snapshots if first is None or s.offset >= first]
-    return later[0].path if later else "none"
 
 
 class _Walker:

@@ -11,16 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from kraftlog.files.copies import Log
 from kraftlog.files.logdir import NodeDir
 from kraftlog.files.paths import LogFile
 from kraftlog.files.reader import Limits
 from kraftlog.files.records import Entry, ReadProblems
 from kraftlog.state.image import ClusterImage
-from kraftlog.state.rebuild import Rebuilt, base_snapshot, log_entries, starting_point
-
-
-class Unanswerable(ValueError):
-    """A point the log on disk cannot give the state of (before it starts, before any record)."""
+from kraftlog.state.rebuild import Rebuilt, Unanswerable, as_log, base_snapshot, log_entries, starting_point
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,8 +50,8 @@ class _Position:
 class Cursor:
     """One node's copy and the image at the last point moved to (None before the first move)."""
 
-    def __init__(self, node: NodeDir, limits: Limits = Limits()) -> None:
-        self.node = node
+    def __init__(self, node: NodeDir | Log, limits: Limits = Limits()) -> None:
+        self.node = as_log(node)
         self.limits = limits
         self._at: _Position | None = None
         self.point: Point = END  # the last point moved to
@@ -76,7 +73,7 @@ class Cursor:
 
     def _start(self, point: Point, snap: LogFile | None) -> _Position:
         """A fresh position at ``snap``, the base ``rebuild`` would use for ``point``."""
-        first = self.node.segments[0].offset if self.node.segments else None
+        first = self.node.first_offset
         if snap is None and first != 0:
             where = "has no segments" if first is None else f"starts at offset {first}"
             raise Unanswerable(f"the log {where} and no snapshot lies at or below that point: "
