@@ -4,6 +4,7 @@ Each fast path has a switch; the tests run a command both ways on the fixtures, 
 a generated log with NoOps, metadata transactions and a batch whose CRC fails, and compare.
 """
 
+import importlib
 import io
 import json
 from pathlib import Path
@@ -14,6 +15,7 @@ from conftest import corpus_log_files
 from kraftlog.cli import dump as dump_cli
 from kraftlog.cli import render
 from kraftlog.cli.dump import DumpOptions, Stats, TopicFilter, dump_file
+from kraftlog.files.logdir import find_nodes
 from kraftlog.files.paths import classify
 from kraftlog.synth import ClusterSpec, generate
 from kraftlog.wire.batch import (
@@ -194,3 +196,39 @@ def test_history_renders_only_the_entity_as_the_cluster_shows_it(quiet_log, monk
             assert len(compared) > before, target
     assert any(isinstance(c, dict) and c.get("partitions") for c in compared)
     assert any(isinstance(c, dict) and "brokerEpoch" in c for c in compared)
+
+
+def test_report_noop_fast_path_writes_the_same_page(quiet_log, tmp_path, monkeypatch):
+    from kraftlog.cli.main import main
+    collect = importlib.import_module("kraftlog.report.collect")
+
+    pages = {}
+    for fast in (True, False):
+        monkeypatch.setattr(collect, "FAST_NOOPS", fast)
+        out = tmp_path / f"{fast}.html"
+        assert main(["report", str(quiet_log), "-o", str(out)]) == 0
+        pages[fast] = out.read_bytes()
+    assert pages[True] == pages[False]
+    model = collect.collect(find_nodes(str(quiet_log))[0])
+    assert model.type_totals[collect.NOOP] > model.records // 2 and model.aborted_records > 0
+
+
+def test_report_noops_inside_a_transaction_wait_with_it(tmp_path, monkeypatch):
+    """A NoOp between Begin- and EndTransactionRecord is held as ``apply`` holds it: not the short way."""
+    collect = importlib.import_module("kraftlog.report.collect")
+    from kraftlog.schema import encode_metadata
+    from kraftlog.state.image import ClusterImage
+
+    image = ClusterImage.empty()
+    image.apply(_decoded(encode_metadata("BEGIN_TRANSACTION_RECORD", 0, {"name": "t"})), 0, 1, 1)
+    assert not image.pass_over(1, 2, 1) and image.provenance.offset == -1
+    image.apply(_decoded(encode_metadata("END_TRANSACTION_RECORD", 0, {})), 2, 3, 1)
+    assert image.pass_over(3, 4, 2) and image.provenance.to_json() == {"offset": 3, "epoch": 2, "timestamp": 4}
+    assert image.raft.leader_epoch == 2
+    assert collect.NO_OP_API_KEY == 20
+
+
+def _decoded(value: bytes):
+    from kraftlog.schema import decode_metadata
+
+    return decode_metadata(value)

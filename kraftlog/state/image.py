@@ -115,6 +115,16 @@ class ClusterImage:
             self._run(handler, rec, offset)
         self._advance(offset, epoch, timestamp)
 
+    def pass_over(self, offset: int, timestamp: int = -1, epoch: int = -1) -> bool:
+        """``apply`` of a record of no effect (a NoOp) when that is all it does, cheaper: outside a
+        transaction it only observes the epoch and advances provenance. False (nothing done) inside one,
+        where it must be held with the transaction's records: ``apply`` it then."""
+        if self.transaction is not None:
+            return False
+        self.raft.observe_epoch(epoch)
+        self.provenance = Provenance(offset, epoch, timestamp)
+        return True
+
     def _run(self, handler: Callable[[dict], None], rec: Any, offset: int) -> None:
         try:
             handler(rec.data)
