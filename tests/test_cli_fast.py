@@ -17,6 +17,7 @@ from kraftlog.cli import render
 from kraftlog.cli.dump import DumpOptions, Stats, TopicFilter, dump_file
 from kraftlog.files.logdir import find_nodes
 from kraftlog.files.paths import classify
+from kraftlog.files.reader import Limits
 from kraftlog.synth import ClusterSpec, generate
 from kraftlog.wire.batch import (
     CONTROL_BIT,
@@ -210,14 +211,13 @@ def test_report_noop_fast_path_writes_the_same_page(quiet_log, tmp_path, monkeyp
         pages[fast] = out.read_bytes()
     assert pages[True] == pages[False]
     model = collect.collect(find_nodes(str(quiet_log))[0])
-    assert model.type_totals[collect.NOOP] > model.records // 2 and model.aborted_records > 0
+    assert model.type_totals[collect.NO_OP] > model.records // 2 and model.aborted_records > 0
 
 
-def test_report_noops_inside_a_transaction_wait_with_it(tmp_path, monkeypatch):
+def test_noops_inside_a_transaction_wait_with_it():
     """A NoOp between Begin- and EndTransactionRecord is held as ``apply`` holds it: not the short way."""
-    collect = importlib.import_module("kraftlog.report.collect")
     from kraftlog.schema import encode_metadata
-    from kraftlog.state.image import ClusterImage
+    from kraftlog.state.image import ClusterImage, is_no_op
 
     image = ClusterImage.empty()
     image.apply(_decoded(encode_metadata("BEGIN_TRANSACTION_RECORD", 0, {"name": "t"})), 0, 1, 1)
@@ -225,10 +225,27 @@ def test_report_noops_inside_a_transaction_wait_with_it(tmp_path, monkeypatch):
     image.apply(_decoded(encode_metadata("END_TRANSACTION_RECORD", 0, {})), 2, 3, 1)
     assert image.pass_over(3, 4, 2) and image.provenance.to_json() == {"offset": 3, "epoch": 2, "timestamp": 4}
     assert image.raft.leader_epoch == 2
-    assert collect.NO_OP_API_KEY == 20
+    assert is_no_op(_decoded(b"\x01\x14\x00\x00")) and not is_no_op(_decoded(b"\x01\x14\x00\x00\x00"))
 
 
 def _decoded(value: bytes):
     from kraftlog.schema import decode_metadata
 
     return decode_metadata(value)
+
+
+def test_replay_passes_over_noops_to_the_image_apply_gives(quiet_log):
+    from kraftlog.files.records import ReadProblems
+    from kraftlog.state.image import ClusterImage
+    from kraftlog.state.rebuild import log_entries
+    from kraftlog.state.replay import replay
+
+    node = find_nodes(str(quiet_log))[0]
+    entries = list(log_entries(node, 0, Limits(), ReadProblems()))
+    fast = replay(entries).image
+    slow = ClusterImage.empty()
+    for e in entries:
+        slow.apply(e.record, e.offset, e.timestamp, e.epoch)
+    assert fast.to_json() == slow.to_json() and fast.provenance == slow.provenance
+    assert (fast.raft.leader_epoch, fast.raft.leader_id) == (slow.raft.leader_epoch, slow.raft.leader_id)
+    assert fast.problems == slow.problems
