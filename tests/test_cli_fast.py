@@ -249,3 +249,55 @@ def test_replay_passes_over_noops_to_the_image_apply_gives(quiet_log):
     assert fast.to_json() == slow.to_json() and fast.provenance == slow.provenance
     assert (fast.raft.leader_epoch, fast.raft.leader_id) == (slow.raft.leader_epoch, slow.raft.leader_id)
     assert fast.problems == slow.problems
+
+
+def _scans_both_ways(path: Path):
+    """``scan_file`` and what it gave before issue 18: the reader's batches read through their properties."""
+    from kraftlog.files.logdir import FileScan, scan_file
+    from kraftlog.files.reader import Region, read_log_file
+
+    lf = classify(path)
+    s, expected, epochs = FileScan(lf, bytes=path.stat().st_size), None, []
+    for item in read_log_file(lf.path, records=False):
+        if isinstance(item, Region):
+            s.regions.append(item)
+            s.skipped_bytes += item.length
+            continue
+        s.batches += 1
+        s.batch_bytes += item.size
+        s.records += max(item.records_count, 0)
+        s.invalid_batches += not item.is_valid
+        if expected is not None and item.base_offset != expected:
+            s.discontinuities.append((expected, item.base_offset))
+        expected = item.last_offset + 1
+        if s.first_offset is None:
+            s.first_offset, s.first_timestamp = item.base_offset, item.max_timestamp
+        s.last_offset, s.last_timestamp = item.last_offset, item.max_timestamp
+        epochs.append(item.partition_leader_epoch)
+    s.epochs = (min(epochs), max(epochs)) if epochs else None
+    return scan_file(lf), s
+
+
+def test_inspect_reads_clean_headers_as_the_reader_does(quiet_log, tmp_path):
+    from kraftlog.files.reader import NotClean, clean_headers
+
+    files = [*quiet_log.glob("*.log"), *quiet_log.glob("*.checkpoint"), *(REPO / "fixtures").rglob("*.log"),
+             *corpus_log_files(metadata_only=True)]
+    for path in files:
+        fast, slow = _scans_both_ways(path)
+        assert fast == slow, path
+    seg = (quiet_log.parents[1] / "damaged" / "00000000000000000000.log").read_bytes()
+    clean = sorted(quiet_log.glob("*.log"))[0].read_bytes()
+    for name, data in {"crc": seg, "cut": clean[:-7], "tail": clean + b"\x00" * 30, "empty": b""}.items():
+        path = tmp_path / name / "00000000000000000000.log"
+        path.parent.mkdir()
+        path.write_bytes(data)
+        fast, slow = _scans_both_ways(path)
+        assert fast == slow, name
+        if name != "empty":
+            with pytest.raises(NotClean):
+                list(clean_headers(path))
+    assert fast.batches == 0 and slow.regions == []
+    assert len(list(clean_headers(sorted(quiet_log.glob("*.log"))[0]))) == _scans_both_ways(
+        sorted(quiet_log.glob("*.log"))[0])[1].batches
+    assert _scans_both_ways(tmp_path / "crc" / "00000000000000000000.log")[0].invalid_batches == 1

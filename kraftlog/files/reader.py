@@ -6,6 +6,7 @@ decoded. Memory is one read window plus the largest batch allowed, whatever the 
 """
 
 import os
+import stat
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from kraftlog.wire import codecs
 from kraftlog.wire.batch import (
     COMPRESSION_MASK,
+    CRC_START,
     HEADER,
     HEADER_SIZE,
     HEADER_SIZE_UP_TO_MAGIC,
@@ -21,6 +23,7 @@ from kraftlog.wire.batch import (
     crc_of,
     decode_batch_at,
 )
+from kraftlog.wire.crc import crc32c
 
 _PREFIX = struct.Struct(">qiib")  # baseOffset, batchLength, partitionLeaderEpoch, magic
 _LAST_OFFSET_DELTA = struct.Struct(">i")
@@ -223,3 +226,45 @@ def _follows(window: _Window, pos: int, limits: Limits) -> bool:
     if len(buf) - i < HEADER_SIZE:
         return len(buf) - i >= HEADER_SIZE_UP_TO_MAGIC and buf[i + 16] == 2
     return bool(_plausible_header(buf, i, limits))
+
+
+class NotClean(Exception):
+    """``clean_headers`` met something it was not built for; ``read_log_file`` says what it is."""
+
+
+def clean_headers(path: str | os.PathLike, limits: Limits = Limits()) -> Iterator[tuple]:
+    """The ``HEADER`` tuple of every batch of a regular file that is nothing but whole v2 batches whose
+    CRCs hold: what ``read_log_file(records=False)`` yields for such a file (``Batch.header``), without a
+    ``Batch`` per batch. Anything else raises ``NotClean`` (a region, a CRC mismatch, a file that is not
+    regular or changes while read; what came before it is then to be dropped)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO named like a segment must not block
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotClean(path)
+        size, max_length, unpack = st.st_size, limits.max_batch_bytes - LOG_OVERHEAD, HEADER.unpack_from
+        buf, start, pos = b"", 0, 0
+        while pos < size:
+            i = pos - start
+            if i + HEADER_SIZE > len(buf):
+                buf, start, i = _read_at(f, pos, min(_WINDOW, size - pos), HEADER_SIZE), pos, 0
+            h = unpack(buf, i)
+            length = h[1]
+            end = pos + length + LOG_OVERHEAD
+            if h[3] != 2 or not _MIN_BATCH_LENGTH <= length <= max_length or end > size:
+                raise NotClean(path)
+            if end - start > len(buf):
+                buf, start, i = _read_at(f, pos, min(max(_WINDOW, end - pos), size - pos), end - pos), pos, 0
+            j = i + length + LOG_OVERHEAD
+            if crc32c(buf[i + CRC_START : j] if length < 4096 else memoryview(buf)[i + CRC_START : j]) != h[4]:
+                raise NotClean(path)
+            yield h
+            pos = end
+
+
+def _read_at(f, pos: int, n: int, least: int) -> bytes:
+    f.seek(pos)
+    buf = f.read(n)
+    if len(buf) < least:
+        raise NotClean(f"{f.name}: ends before {pos + least} (changed while read)")
+    return buf
