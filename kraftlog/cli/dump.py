@@ -308,6 +308,7 @@ def dump_file(lf: LogFile, out: TextIO, opts: DumpOptions, stats: "Stats | None"
     sniffed = opts.decoder != "auto" or lf.is_metadata
     memo: dict = {}
     where = lf.path.name
+    filtering = opts.filtering  # without filters ``wants`` keeps every record
     batch_lines = _batch_templates(jsonl)
     record_lines = _Templates(lambda r, batch, payload: _render_record(r, batch, payload, jsonl), _record_probe, 2,
                               ("offset", "timestamp"))
@@ -347,7 +348,7 @@ def dump_file(lf: LogFile, out: TextIO, opts: DumpOptions, stats: "Stats | None"
             if rec is not None and rec.error:
                 s.undecodable += 1
                 s.errors += 1
-            if not opts.wants(r.offset, rec, where):
+            if filtering and not opts.wants(r.offset, rec, where):
                 continue
             if stats is not None:  # --stats counts what the filters keep
                 stats.add_record(rec)
