@@ -336,7 +336,7 @@ def dump_file(lf: LogFile, out: TextIO, opts: DumpOptions, stats: "Stats | None"
         if not sniffed and not batch.is_control and batch.records:
             metadata = _looks_like_metadata(batch)
             sniffed = True
-        shown = not opts.filtering and not quiet  # the batch line is rendered only when written
+        shown = not filtering and not quiet  # the batch line is rendered only when written
         if shown:
             out.write(batch_line(batch) + "\n")
         counted = False
@@ -358,7 +358,7 @@ def dump_file(lf: LogFile, out: TextIO, opts: DumpOptions, stats: "Stats | None"
                 out.write(batch_line(batch) + "\n")
                 shown = True
             out.write(_record_line(batch, r, rec, opts, jsonl, memo, record_lines) + "\n")
-        if counted or (stats is not None and not opts.filtering):
+        if counted or (stats is not None and not filtering):
             stats.add_batch(batch)
         if batch.error:
             s.batch_errors += 1
