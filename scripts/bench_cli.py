@@ -58,8 +58,8 @@ def per_change(tree: str, logdir: Path, topic: str, repeat: int, out: Path) -> t
     return (shown - none) * 1000 / max(changes, 1), changes
 
 
-def run(tree: str, argv: list[str], out: Path) -> tuple[float, int, str, bytes]:
-    """(CPU seconds, exit status, sha256 of stdout and of ``out`` if written, stdout)."""
+def run(tree: str, argv: list[str], out: Path) -> tuple[float, int, str, bytes, int]:
+    """(CPU seconds, exit status, sha256 of stdout and of ``out`` if written, stdout, peak RSS in KiB)."""
     env = dict(os.environ, PYTHONPATH=tree)
     out.unlink(missing_ok=True)
     with tempfile.TemporaryFile() as stdout:
@@ -72,7 +72,7 @@ def run(tree: str, argv: list[str], out: Path) -> tuple[float, int, str, bytes]:
     digest = hashlib.sha256(text)
     if out.exists():
         digest.update(out.read_bytes())
-    return usage.ru_utime + usage.ru_stime, p.returncode, digest.hexdigest(), text
+    return usage.ru_utime + usage.ru_stime, p.returncode, digest.hexdigest(), text, usage.ru_maxrss
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         out = Path(tmp) / "out.html"
         best = float("inf")
         for _ in range(args.repeat):
-            cpu, _, _, text = run(args.new, ["-c", _COLUMNAR.format(scripts=scripts), *segments], out)
+            cpu, _, _, text, _ = run(args.new, ["-c", _COLUMNAR.format(scripts=scripts), *segments], out)
             best = min(best, cpu)
         records = int(text)
         sys.path.insert(0, args.new)
@@ -107,11 +107,13 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             argv_ = ["-m", "kraftlog.cli.main", *cmd]
             times = {"old": float("inf"), "new": float("inf")}
+            rss = {"old": 0, "new": 0}
             seen: dict[str, tuple[int, str]] = {}
             for _ in range(args.repeat):
                 for side, tree in (("old", args.old), ("new", args.new)):
-                    cpu, rc, digest, _ = run(tree, argv_, out)
+                    cpu, rc, digest, _, peak = run(tree, argv_, out)
                     times[side] = min(times[side], cpu)
+                    rss[side] = max(rss[side], peak)
                     seen[side] = (rc, digest)
             same = seen["old"] == seen["new"]
             status |= not same
@@ -123,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
                 "speedup": round(times["old"] / times["new"], 2),
                 "old_vs_columnar": round(records / times["old"] / columnar, 2),
                 "new_vs_columnar": round(records / times["new"] / columnar, 2),
+                "old_peak_rss_mb": round(rss["old"] / 1024), "new_peak_rss_mb": round(rss["new"] / 1024),
             }), flush=True)
         if wanted is None or "history per change" in wanted:
             old_ms, changes = per_change(args.old, args.logdir, args.history_topic, args.repeat, out)
