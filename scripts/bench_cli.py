@@ -54,12 +54,13 @@ def per_change(tree: str, logdir: Path, topic: str, repeat: int, out: Path) -> t
     argv = ["-m", "kraftlog.cli.main", "history", str(logdir), "--format", "jsonl", "--topic"]
     shown = min(run(tree, [*argv, topic], out)[0] for _ in range(repeat))
     none = min(run(tree, [*argv, "kraftlog-bench-absent"], out)[0] for _ in range(repeat))
-    changes = sum(1 for _ in run(tree, [*argv, topic], out)[3].splitlines())
+    changes = run(tree, [*argv, topic], out)[5]
     return (shown - none) * 1000 / max(changes, 1), changes
 
 
-def run(tree: str, argv: list[str], out: Path) -> tuple[float, int, str, bytes, int]:
-    """(CPU seconds, exit status, sha256 of stdout and of ``out`` if written, stdout, peak RSS in KiB)."""
+def run(tree: str, argv: list[str], out: Path) -> tuple[float, int, str, bytes, int, int]:
+    """(CPU seconds, exit status, sha256 of stdout and of ``out`` if written, stdout's first KiB, peak
+    RSS in KiB, lines of stdout)."""
     env = dict(os.environ, PYTHONPATH=tree)
     out.unlink(missing_ok=True)
     with tempfile.TemporaryFile() as stdout:
@@ -68,11 +69,15 @@ def run(tree: str, argv: list[str], out: Path) -> tuple[float, int, str, bytes, 
         _, status, usage = os.wait4(p.pid, 0)
         p.returncode = os.waitstatus_to_exitcode(status)
         stdout.seek(0)
-        text = stdout.read()
-    digest = hashlib.sha256(text)
+        digest, lines = hashlib.sha256(), 0
+        while chunk := stdout.read(1 << 20):  # the bench's own memory stays small: children inherit it
+            digest.update(chunk)
+            lines += chunk.count(b"\n")
+        stdout.seek(0)
+        text = stdout.read(1 << 10)
     if out.exists():
         digest.update(out.read_bytes())
-    return usage.ru_utime + usage.ru_stime, p.returncode, digest.hexdigest(), text, usage.ru_maxrss
+    return usage.ru_utime + usage.ru_stime, p.returncode, digest.hexdigest(), text, usage.ru_maxrss, lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         out = Path(tmp) / "out.html"
         best = float("inf")
         for _ in range(args.repeat):
-            cpu, _, _, text, _ = run(args.new, ["-c", _COLUMNAR.format(scripts=scripts), *segments], out)
+            cpu, _, _, text, _, _ = run(args.new, ["-c", _COLUMNAR.format(scripts=scripts), *segments], out)
             best = min(best, cpu)
         records = int(text)
         sys.path.insert(0, args.new)
@@ -111,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
             seen: dict[str, tuple[int, str]] = {}
             for _ in range(args.repeat):
                 for side, tree in (("old", args.old), ("new", args.new)):
-                    cpu, rc, digest, _, peak = run(tree, argv_, out)
+                    cpu, rc, digest, _, peak, _ = run(tree, argv_, out)
                     times[side] = min(times[side], cpu)
                     rss[side] = max(rss[side], peak)
                     seen[side] = (rc, digest)
