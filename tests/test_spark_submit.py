@@ -4,37 +4,21 @@ editable-install finder from the driver and the Python workers, so kraftlog can 
 the zip, as on a cluster where it is not installed."""
 
 import json
-import os
 import subprocess
-import sys
-import zipfile
-from pathlib import Path
 
-import pyspark
 import pytest
 
+from cluster_support import SPARK_HOME, clean_env, guard, package_zip
 from conftest import REPO
 from spark_support import fixtures  # noqa: F401
 
 pytestmark = pytest.mark.spark
 
-_GUARD = '''import sys
-sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
-'''
-
 
 def test_job_runs_from_a_py_files_zip(fixtures, tmp_path):  # noqa: F811
-    package = REPO / "kraftlog"
-    with zipfile.ZipFile(tmp_path / "kraftlog.zip", "w") as z:
-        for path in sorted(package.rglob("*.py")):
-            z.write(path, path.relative_to(REPO))
-    guard = tmp_path / "guard"
-    guard.mkdir()
-    (guard / "sitecustomize.py").write_text(_GUARD)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "SPARK_", "PYTHON"))}
-    env.update(SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
-               PYTHONPATH=str(guard))
-    submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    package_zip(tmp_path / "kraftlog.zip")
+    env = clean_env(PYTHONPATH=str(guard(tmp_path)))
+    submit = SPARK_HOME / "bin" / "spark-submit"
     out = tmp_path / "tables"
     proc = subprocess.run(
         [str(submit), "--master", "local[2]", "--conf", "spark.driver.host=127.0.0.1",

@@ -2,6 +2,7 @@
 
 import argparse
 import dataclasses
+import errno
 import os
 import re
 import sys
@@ -13,12 +14,12 @@ from typing import TextIO
 
 from kraftlog.cli import main, progress, render
 from kraftlog.files.paths import LogFile, classify, log_files_under
-from kraftlog.files.reader import Limits, Region, read_log_file
+from kraftlog.files.reader import FileChangedError, Limits, Region, open_regular, read_log_file
 from kraftlog.files.records import iter_entries, unreadable
 from kraftlog.schema import MetadataRecord, decode_control, decode_metadata, entity_of
 from kraftlog.schema.control import BY_ID as CONTROL_TYPES
 from kraftlog.schema.metadata import BY_API_KEY, BY_TYPE_NAME
-from kraftlog.schema.redact import redact
+from kraftlog.schema.redact import hides_value, redact
 from kraftlog.wire.batch import Batch, Record
 
 
@@ -167,10 +168,16 @@ def _payload_json(batch: Batch, rec, opts: DumpOptions) -> tuple[str, object] | 
     return "control" if batch.is_control else "metadata", rec.to_json()
 
 
-def _payload_text(batch: Batch, r: Record, rec, opts: DumpOptions) -> str:
+def _hidden(batch: Batch, r: Record, rec, opts: DumpOptions, metadata_log: bool) -> bool:
+    """Whether the record's raw value, shown when it is not decoded, must be hidden (``redact.hides_value``)."""
+    return opts.redact and not batch.is_control and (rec is None or rec.error is not None) \
+        and hides_value(r.value, metadata_log)
+
+
+def _payload_text(batch: Batch, r: Record, rec, opts: DumpOptions, hidden: bool) -> str:
     """The record's decoded payload as kafka-dump-log prints it after the record header."""
     if rec is None:
-        return render.raw_payload_text(r)
+        return render.raw_payload_text(r, hidden)
     if opts.redact:
         rec = redact(rec)
     return " " + (rec.dump_text() if batch.is_control else rec.dump_text(r.offset))
@@ -258,27 +265,29 @@ def _record_probe(r: Record, offset: int, timestamp: int) -> Record:
 
 
 def _record_line(batch: Batch, r: Record, rec, opts: DumpOptions, jsonl: bool, memo: dict,
-                 lines: _Templates) -> str:
+                 lines: _Templates, metadata_log: bool) -> str:
     """The record's line; a payload that decoded cleanly from a small value is rendered once per
     (control, key, value) and file (it is a function of those bytes and ``opts`` alone), and so is
     the rest of its line but the offset and timestamp."""
-    key = None
-    if rec is not None and rec.error is None and r.value is not None and len(r.value) <= _MEMO_VALUE_BYTES:
-        key = (batch.is_control, r.key, r.value)
-        payload = memo.get(key)
-    if key is None or payload is None:
-        payload = _payload_json(batch, rec, opts) if jsonl else _payload_text(batch, r, rec, opts)
-        if key is not None and len(memo) < _MEMO_ENTRIES:
+    if rec is None or rec.error is not None or r.value is None or len(r.value) > _MEMO_VALUE_BYTES:
+        hidden = _hidden(batch, r, rec, opts, metadata_log)
+        payload = _payload_json(batch, rec, opts) if jsonl else _payload_text(batch, r, rec, opts, hidden)
+        return _render_record(r, batch, payload, jsonl, hidden)
+    key = (batch.is_control, r.key, r.value)  # a record that decoded: its value is never hidden
+    payload = memo.get(key)
+    if payload is None:
+        payload = _payload_json(batch, rec, opts) if jsonl else _payload_text(batch, r, rec, opts, False)
+        if len(memo) < _MEMO_ENTRIES:
             memo[key] = payload
-    if key is not None and TEMPLATES:
+    if TEMPLATES:
         shape = (*key, r.headers, batch.attributes, batch.record_sequence(r))
         return lines.line(shape, r, batch, payload)
     return _render_record(r, batch, payload, jsonl)
 
 
-def _render_record(r: Record, batch: Batch, payload, jsonl: bool) -> str:
+def _render_record(r: Record, batch: Batch, payload, jsonl: bool, hidden: bool = False) -> str:
     if jsonl:
-        return render.dumps(render.record_json(batch, r, payload))
+        return render.dumps(render.record_json(batch, r, payload, hidden))
     return render.record_text(batch, r, payload)
 
 
@@ -293,7 +302,7 @@ def _decode(batch: Batch, r: Record, metadata: bool):
 def dump_file(lf: LogFile, out: TextIO, opts: DumpOptions, stats: "Stats | None" = None) -> FileSummary:
     """Write one file's dump to ``out`` (or only count it into ``stats``) and return what the walk found.
     Raises ``OSError`` before writing anything when the file cannot be opened."""
-    with open(lf.path, "rb") as f:
+    with open_regular(lf.path) as f:
         s = FileSummary(bytes=os.fstat(f.fileno()).st_size)
     jsonl = opts.fmt == "jsonl"
     quiet = stats is not None
@@ -357,7 +366,8 @@ def dump_file(lf: LogFile, out: TextIO, opts: DumpOptions, stats: "Stats | None"
             if not shown:
                 out.write(batch_line(batch) + "\n")
                 shown = True
-            out.write(_record_line(batch, r, rec, opts, jsonl, memo, record_lines) + "\n")
+            out.write(_record_line(batch, r, rec, opts, jsonl, memo, record_lines,
+                                   metadata or lf.is_metadata) + "\n")
         if counted or (stats is not None and not filtering):
             stats.add_batch(batch)
         if batch.error:
@@ -369,6 +379,8 @@ def dump_file(lf: LogFile, out: TextIO, opts: DumpOptions, stats: "Stats | None"
                 out.write(render.dumps(render.batch_error_json(batch)) + "\n")
             else:
                 out.write(f"Error in batch at position {batch.position}: {batch.error}\n")
+    if s.valid_bytes + s.skipped_bytes != s.bytes:  # shorter when reopened to be read than when first opened
+        raise FileChangedError(lf.path, s.bytes, s.valid_bytes + s.skipped_bytes)
     if jsonl and not quiet:
         out.write(render.dumps({
             "kind": "end", "bytes": s.bytes, "validBytes": s.valid_bytes, "batches": s.batches,
@@ -469,7 +481,7 @@ def dump_paths(paths: list[str], all_partitions: bool) -> tuple[list[LogFile], i
             elif left_out:
                 print(f"kraftlog: {p}: left out {partitions}", file=sys.stderr)
             out.extend(found)
-        elif os.path.isfile(p):
+        elif os.path.exists(p):  # a file; one that is not regular is said when read
             out.append(classify(p))
         else:
             raise main.UsageError(f"no such file or directory: {p}")
@@ -532,6 +544,10 @@ def add_parser(sub) -> None:
     main.add_limits(p)
 
 
+#: Errors of writing (a full disk or quota, a file too large), never of reading a log file.
+_OUTPUT_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+
+
 @progress.shown("paths", streams_stdout=True)
 def run(args, out: TextIO | None = None) -> int:
     """Dump every file; exit 1 when any batch was invalid, any byte skipped, any record undecodable,
@@ -550,7 +566,13 @@ def run(args, out: TextIO | None = None) -> int:
         try:
             s = dump_file(lf, out, opts, None if stats is None else stats[lf.is_metadata or args.decoder == "metadata"])
         except OSError as e:
+            if e.errno in _OUTPUT_ERRORS:  # writing the dump failed, not reading the file
+                raise
             print(f"kraftlog: {unreadable(lf.path, e)}", file=sys.stderr)
+            status = 1
+            continue
+        except FileChangedError as e:
+            print(f"kraftlog: {e}", file=sys.stderr)
             status = 1
             continue
         for note, count in s.newer.items():
