@@ -141,3 +141,43 @@ def test_a_cluster_id_too_long_for_a_folder_name_is_bounded_not_a_failed_fleet(s
     assert sum(1 for r in table(out, "records")) == manifest["counts"]["records"] > 0
     [problem] = [p for p in table(out, "problems") if p["kind"] == "log-dir"]
     assert "is too long for a folder name" in problem["detail"] and long_id[:250] in problem["detail"]
+
+
+def _staged_text(root) -> str:
+    """Every string of every staged Arrow table under ``root``."""
+    from pathlib import Path
+
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    out = []
+    for part in Path(root).rglob("*.arrow"):
+        with pa.memory_map(str(part)) as f:
+            t = ipc.open_file(f).read_all()
+        out += [str(v) for c in t.columns if pa.types.is_string(c.type) for v in c.to_pylist() if v is not None]
+    return "\n".join(out)
+
+
+@pytest.mark.parametrize("redact", [True, False])
+def test_staged_tables_hold_no_secret_unless_asked(spark, fixtures, tmp_path, monkeypatch, redact):  # noqa: F811
+    """A killed run leaves its staging behind: with redaction on (the default), the decoded records
+    and the timeline events staged there hold no SCRAM salt in clear; with --no-redact they do."""
+    from kraftlog.spark import job as job_module
+
+    salt = "LQZqeRzCL3t1g+wne85iQBDU1aSdqnZu5mxIkfhKT3I="  # user carol's, in fixtures/single-node
+    seen: list[str] = []
+    finish, timelines = job_module.passes.finish, job_module.passes.timelines
+
+    def finish_then_look(spark, inv, want, root, *rest):
+        seen.append(_staged_text(root))
+        return finish(spark, inv, want, root, *rest)
+
+    def timelines_then_look(spark, root, *rest):
+        seen.append(_staged_text(root))
+        return timelines(spark, root, *rest)
+
+    monkeypatch.setattr(job_module.passes, "finish", finish_then_look)
+    monkeypatch.setattr(job_module.passes, "timelines", timelines_then_look)
+    run(spark, Options(inputs=[str(fixtures / "single-node")], output=str(tmp_path / "out"), redact=redact))
+    assert len(seen) == 2 and all(seen)
+    assert all((salt in text) == (not redact) for text in seen)

@@ -175,8 +175,11 @@ def _time(ms: np.ndarray) -> pa.Array:
     return pa.array(ms, _MS, mask=ms <= 0)
 
 
-def _record_rows(file_id: int, w: Walk, keep: np.ndarray | None = None) -> Iterable[pa.RecordBatch]:
-    """The decoded records of a walk (only those ``keep`` selects), in batches of ``DECODED``."""
+def _record_rows(file_id: int, w: Walk, keep: np.ndarray | None = None, redact: bool = True
+                 ) -> Iterable[pa.RecordBatch]:
+    """The decoded records of a walk (only those ``keep`` selects), in batches of ``DECODED``. With
+    ``redact`` the unredacted data (``data_json``) is never kept: staging (a killed run's folder, a
+    task's spill) holds no secret in clear unless the run was asked to write secrets."""
     idx = np.arange(len(w.rec_offset)) if keep is None else np.flatnonzero(keep)
     if not idx.size:
         return
@@ -190,7 +193,8 @@ def _record_rows(file_id: int, w: Walk, keep: np.ndarray | None = None) -> Itera
             pa.repeat(pa.scalar(file_id, pa.int32()), rows.size), pa.array(w.positions[b]),
             pa.array(h["baseOffset"][b]), pa.array(h["partitionLeaderEpoch"][b]), pa.array(w.crc_valid[b]),
             pa.array(control[b]), pa.array(w.rec_offset[rows]), pa.array(w.rec_timestamp[rows]),
-            *(values[name].take(pa.array(inverse[rows])) for name, _ in _VALUES),
+            *(pa.nulls(rows.size, t) if redact and name == "data_json" else values[name].take(pa.array(inverse[rows]))
+              for name, t in _VALUES),
         ], schema=DECODED)
 
 
@@ -283,7 +287,7 @@ def _unreadable(meta: FileMeta, e: StorageError) -> Note:
 
 
 def read_file(meta: FileMeta, buf: bytes | Source, batches: Parts, root: str, run_id: str, limits: Limits = Limits(),
-              records: bool = True) -> list[Note]:
+              records: bool = True, redact: bool = True) -> list[Note]:
     """Pass one, over every file of every copy: its batches into ``batches`` (the task's file of its
     cluster). With ``records``, a segment's records go to the ``decoded`` staging table (see
     ``_Decoded``); without, that waits for ``decode_file``, if the file supplies offsets. A
@@ -291,7 +295,7 @@ def read_file(meta: FileMeta, buf: bytes | Source, batches: Parts, root: str, ru
     cannot be read (to its end) is an ``unreadable`` note; what was read of it before counts."""
     summary = _Summary(meta)
     rows = batches.of(meta.cluster_id)
-    decoded = _Decoded(root, meta) if meta.kind == "segment" and records else None
+    decoded = _Decoded(root, meta, redact) if meta.kind == "segment" and records else None
     try:
         for w in walk(buf, limits, want=None if decoded else []):
             rows.write(_batch_rows(meta, w, run_id))
@@ -308,10 +312,10 @@ def read_file(meta: FileMeta, buf: bytes | Source, batches: Parts, root: str, ru
 
 
 def decode_file(meta: FileMeta, buf: bytes | Source, want: list[tuple[int, int]], root: str,
-                limits: Limits = Limits()) -> list[Note]:
+                limits: Limits = Limits(), redact: bool = True) -> list[Note]:
     """The records of a segment that ``read_file`` left undecoded, at the offsets it supplies."""
     notes: list[Note] = []
-    decoded = _Decoded(root, meta)
+    decoded = _Decoded(root, meta, redact)
     try:
         for w in walk(buf, limits, want=want):
             decoded.add(w, notes, overlaps(w.rec_offset, w.rec_offset, want))
@@ -326,13 +330,13 @@ class _Decoded:
     markers, topic names and what could not be decoded (each with its offset: the driver keeps
     those of the offsets the file supplies)."""
 
-    def __init__(self, root: str, meta: FileMeta) -> None:
-        self.meta = meta
+    def __init__(self, root: str, meta: FileMeta, redact: bool = True) -> None:
+        self.meta, self.redact = meta, redact
         self.sink = Sink(root, "decoded", DECODED, str(meta.file_id), staged=True)
 
     def add(self, w: Walk, notes: list[Note], keep: np.ndarray | None = None) -> None:
         _errors(self.meta, w, notes)
-        for rb in _record_rows(self.meta.file_id, w, keep):
+        for rb in _record_rows(self.meta.file_id, w, keep, self.redact):
             self.sink.write(rb)
             _notes_of(self.meta.file_id, rb, notes)
 
@@ -405,7 +409,7 @@ def _replayed(rb: pa.RecordBatch) -> np.ndarray:
 
 
 def seed_file(meta: FileMeta, buf: bytes | Source, seed_offset: int, seed_time: int | None, root: str,
-              buckets: int, limits: Limits = Limits()) -> list[Note]:
+              buckets: int, limits: Limits = Limits(), redact: bool = True) -> list[Note]:
     """A snapshot a cluster's timelines start from: its records as events at its last contained
     offset (in snapshot order); notes of its topic names and what could not be decoded."""
     notes: list[Note] = []
@@ -413,7 +417,7 @@ def seed_file(meta: FileMeta, buf: bytes | Source, seed_offset: int, seed_time: 
     try:
         for w in walk(buf, limits):
             _errors(meta, w, notes)
-            for rb in _record_rows(meta.file_id, w):
+            for rb in _record_rows(meta.file_id, w, redact=redact):
                 _notes_of(meta.file_id, rb, notes)
                 rb = rb.filter(pa.array(_replayed(rb)))
                 n = rb.num_rows

@@ -194,7 +194,7 @@ def _run(spark: SparkSession, opts: Options, claim: guard.Claim) -> dict:
         with stages("read"):
             first = copies.likely_first(inv)
             eager = {f.file_id for f in inv.readable if f.copy_id in first}
-            notes = passes.by_kind(passes.read(spark, inv, out.root, run_id, opts.limits, eager))
+            notes = passes.by_kind(passes.read(spark, inv, out.root, run_id, opts.limits, eager, opts.redact))
             out.reported(notes["part"])
             summary = copies.summaries(notes["file"])
             out.staged("batches", _with_cluster(BATCHES), sum(s.batches for s in summary.values()))
@@ -217,7 +217,7 @@ def _run(spark: SparkSession, opts: Options, claim: guard.Claim) -> dict:
             buckets = _buckets(summary)
         with stages("decode"):  # the segments of other copies, where they supply offsets
             late = passes.by_kind(passes.decode(spark, inv, {i: w for i, w in want.items() if i not in eager},
-                                                out.root, opts.limits))
+                                                out.root, opts.limits, opts.redact))
             out.reported(late["part"])
             _check_decoded(out, want)
             # what a copy holds beyond the offsets it supplies is another copy's to tell
@@ -225,7 +225,7 @@ def _run(spark: SparkSession, opts: Options, claim: guard.Claim) -> dict:
                       for kind in ("marker", "topic", "undecodable", "batch-error")}
         with stages("seeds"):
             seeded = passes.by_kind(passes.seeds(spark, inv, [s for p in plans.values() for s in p.seeds], out.root,
-                                                 buckets, opts.limits))
+                                                 buckets, opts.limits, opts.redact))
             out.reported(seeded["part"])
         with stages("records"):
             cluster_of = {f.file_id: f.cluster_id for f in inv.files}

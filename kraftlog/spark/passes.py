@@ -130,7 +130,7 @@ def _read(meta: FileMeta) -> Source:
 
 
 def read(spark: SparkSession, inv: Inventory, root: str, run_id: str, limits: Limits,
-         records: set[int]) -> list[Note]:
+         records: set[int], redact: bool = True) -> list[Note]:
     """Pass one over every readable file: ``batches`` (all copies), and the staged records of the
     segments ``records`` names."""
     meta = _meta(inv)
@@ -138,7 +138,7 @@ def read(spark: SparkSession, inv: Inventory, root: str, run_id: str, limits: Li
     def group(g: int, tasks: list[int]) -> list[Note]:
         batches = Parts(root, "batches", BATCHES, f"g{g}")  # one file per cluster, not per input file
         notes = [n for i in tasks for n in read_file(meta[i], _read(meta[i]), batches, root, run_id, limits,
-                                                        i in records)]
+                                                        i in records, redact)]
         batches.close()
         return notes
 
@@ -146,20 +146,20 @@ def read(spark: SparkSession, inv: Inventory, root: str, run_id: str, limits: Li
 
 
 def decode(spark: SparkSession, inv: Inventory, want: dict[int, list[tuple[int, int]]], root: str,
-           limits: Limits) -> list[Note]:
+           limits: Limits, redact: bool = True) -> list[Note]:
     """The staged records of segments pass one did not decode, at the offsets each supplies."""
     meta = _meta(inv)
     return _over_tasks(spark, _sizes(inv, want), lambda i: decode_file(meta[i], _read(meta[i]), want[i], root,
-                                                                        limits))
+                                                                        limits, redact))
 
 
 def seeds(spark: SparkSession, inv: Inventory, snapshots: list[Snapshot], root: str, buckets: int,
-          limits: Limits) -> list[Note]:
+          limits: Limits, redact: bool = True) -> list[Note]:
     """The records of the snapshots timelines start from, as events."""
     meta = _meta(inv)
     at = {s.file_id: s for s in snapshots}
     return _over_tasks(spark, _sizes(inv, at), lambda i: seed_file(
-        meta[i], _read(meta[i]), at[i].end_offset - 1, at[i].timestamp, root, buckets, limits))
+        meta[i], _read(meta[i]), at[i].end_offset - 1, at[i].timestamp, root, buckets, limits, redact))
 
 
 def finish(spark: SparkSession, inv: Inventory, want: dict[int, list[tuple[int, int]]], root: str, run_id: str,
