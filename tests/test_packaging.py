@@ -1,10 +1,17 @@
-"""What ``pip install kraftlog`` gives without its extras: the CLI runs with pyspark, pyarrow and the
-job's other dependencies unimportable, CRC-32C works with either package, and a missing one is
-named in one line. Each run is a subprocess whose ``sys.meta_path`` starts with a blocker."""
+"""What ``pip install kraftlog`` gives: the wheel built from the sdist holds the package and its
+entry points and runs outside the source tree; without its extras the CLI runs with pyspark,
+pyarrow and the job's other dependencies unimportable; CRC-32C works with either package, and a
+missing one is named in one line. Runs are subprocesses, some with a ``sys.meta_path`` blocker.
+(``scripts/check_wheel.sh`` installs the wheel with its dependencies in fresh venvs, 3.11-3.13.)"""
 
+import email
 import os
+import re
+import shutil
 import subprocess
 import sys
+import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -82,3 +89,59 @@ def test_without_any_crc_package_the_error_names_what_to_install():
     proc = kraftlog("--version", blocked=("crc32c", "crcmod"))
     assert proc.returncode == 1
     assert "pip install crc32c" in proc.stderr and "kraftlog[crcmod]" in proc.stderr
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    """``python -m build`` (sdist, then the wheel from the sdist) on a copy of the sources, so that
+    nothing is written into the worktree; without build isolation, so no network."""
+    pytest.importorskip("build", reason="'build' (in the 'test' extra) is not installed")
+    tmp = tmp_path_factory.mktemp("build")
+    src = tmp / "src"
+    shutil.copytree(REPO / "kraftlog", src / "kraftlog", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, src / name)
+    proc = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(tmp / "dist"), str(src)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    (whl,) = (tmp / "dist").glob("kraftlog-*.whl")
+    assert len(list((tmp / "dist").glob("kraftlog-*.tar.gz"))) == 1
+    return whl
+
+
+def test_the_wheel_holds_the_package_the_job_and_the_entry_points(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    sources = {p.relative_to(REPO).as_posix() for p in (REPO / "kraftlog").rglob("*.py")}
+    assert sources <= names and "kraftlog/spark/job.py" in names
+    info = next(n for n in names if n.endswith(".dist-info/METADATA")).rpartition("/")[0]
+    entry_points = zipfile.ZipFile(wheel).read(f"{info}/entry_points.txt").decode()
+    assert "kraftlog = kraftlog.cli.main:main" in entry_points
+    requires = email.message_from_bytes(zipfile.ZipFile(wheel).read(f"{info}/METADATA")).get_all("Requires-Dist")
+
+    def names(marker: str | None) -> set[str]:
+        return {re.split(r"[<>=!~\[; ]", r)[0] for r in requires if (marker in r if marker else "extra ==" not in r)}
+
+    assert names(None) == {"construct", "crc32c", "lz4", "zstandard", "cramjam", "numpy"}
+    assert {"pyspark", "pyarrow"} <= names('extra == "spark"')
+
+
+def test_the_installed_wheel_dumps_a_fixture_without_the_source_tree(wheel, tmp_path):
+    """Installed with ``--no-deps`` into a folder (the dependencies come from this venv), run as its
+    console script from elsewhere, with this venv's editable install of kraftlog hidden."""
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target",
+                    str(target), str(wheel)], check=True, capture_output=True, timeout=120)
+    hide = tmp_path / "hide"
+    hide.mkdir()
+    (hide / "sitecustomize.py").write_text(
+        'import sys\nsys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()]\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env["PYTHONPATH"] = f"{target}{os.pathsep}{hide}"
+    segment = FIXTURE / "__cluster_metadata-0" / "00000000000000007414.log"
+    run = subprocess.run([str(target / "bin" / "kraftlog"), "dump", "--format", "jsonl", str(segment)],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    where = subprocess.run([sys.executable, "-c", "import kraftlog; print(kraftlog.__file__)"], cwd=tmp_path,
+                           env=env, capture_output=True, text=True, timeout=60, check=True).stdout
+    assert Path(where.strip()).is_relative_to(target)
+    assert run.stdout == kraftlog("dump", "--format", "jsonl", str(segment)).stdout
