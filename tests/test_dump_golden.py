@@ -69,5 +69,5 @@ def test_dump_exit_codes_and_accounting(tmp_path, capsys):
     assert f"Found 70 invalid bytes at the end of {seg.name}" in capsys.readouterr().out
     (tmp_path / "empty").mkdir()
     assert main(["dump", str(tmp_path / "empty")]) == 2  # a wrong folder must not look like a clean dump
-    assert "no segments or checkpoints to read" in capsys.readouterr().err
+    assert "no segments or checkpoints under" in capsys.readouterr().err
     assert main(["dump", str(tmp_path / "empty"), str(seg)]) == 1  # the empty one is only noted

@@ -107,10 +107,10 @@ def test_diverging_copies_report_first_differing_offset(tmp_path):
     _node(tmp_path, "c", 3, [(0, common + _batches(20, 25, epoch=2))])
     report = inspect(str(tmp_path), Limits())
     [cluster] = report["clusters"]
-    assert cluster["newest"] == 1
+    assert cluster["newest"] == 2  # Raft trusts the higher last epoch (3) over the longer log (epoch 2)
     div = {d["node"]: d for d in cluster["divergence"]}
-    assert div["node 2 [b]"]["offset"] == 20 and "leader epoch 2 vs 3" in div["node 2 [b]"]["detail"]
-    assert div["node 3 [c]"]["offset"] is None  # a shorter copy of the same log
+    assert div["node 1 [a]"]["offset"] == 20 and "leader epoch 3 vs 2" in div["node 1 [a]"]["detail"]
+    assert div["node 3 [c]"]["offset"] == 20 and "leader epoch 3 vs 2" in div["node 3 [c]"]["detail"]
 
 
 def test_real_three_node_copies_agree(corpus):
@@ -121,3 +121,4 @@ def test_real_three_node_copies_agree(corpus):
     assert div["node 2 [kafka2]"] is None and div["node 3 [kafka3]"] is None
     # the "kafka" dir is an earlier formatting of node 1 with the same cluster id: a different log
     assert div["node 1 [kafka]"] == 0
+    assert [d["sameLog"] for d in cluster["divergence"] if d["node"] == "node 1 [kafka]"] == [False]

@@ -120,7 +120,10 @@ def test_rendered_dom_holds_every_chart_and_its_data(page):
     tmp, html, known = page
     dom = Elements(chromium(tmp, "--dump-dom", html.as_uri()).stdout)
     charts = {a["data-chart"] for tag, a in dom.found if tag == "svg"}
-    assert charts == {"controller", "brokers", "partitions", "isr", "topics", "changes", "features", "composition"}
+    assert charts == {"controller", "brokers", "health", "partitions", "isr", "topics", "changes", "features",
+                      "composition"}
+    under = [a for a in dom.having(data_health="under-replicated") if "data-most" in a]
+    assert max(int(a["data-most"]) for a in under) == 4  # orders-0, orders-1, orders-2 and payments-0 at once
     assert [a["data-broker"] for a in dom.having(class_="lane") if "data-broker" in a] == ["1", "2", "3"]
     offset, ms = known["orders-0 leader 1->2"]
     tick = dom.having(data_offset=str(offset), data_partition="orders-0")

@@ -57,22 +57,28 @@ def test_every_leader_change_and_isr_shrink_is_counted(generated):
 
 
 def test_broker_lanes_follow_the_truth(generated):
+    """Each lane's states and the offsets they begin at; a broker fenced at the end of its controlled
+    shutdown (both flags set, as Kafka leaves them) is fenced from that offset on."""
     m, truth = generated
 
     def state(row: dict) -> str:
-        return "shutdown" if row["inControlledShutdown"] else "fenced" if row["fenced"] else "active"
+        return "fenced" if row["fenced"] else "shutdown" if row["inControlledShutdown"] else "active"
 
-    expected: dict[int, list[str]] = {}
+    def collapsed(seq: list[tuple[str, int]]) -> list[tuple[str, int]]:
+        return [next(g) for _, g in itertools.groupby(seq, key=lambda s: s[0])]
+
+    expected: dict[int, list[tuple[str, int]]] = {}
     rows = sorted(truth["brokers"], key=lambda r: (r["brokerId"], r["from"]))
     for bid, group in itertools.groupby(rows, key=lambda r: r["brokerId"]):
         seq, last_to = [], None
         for row in group:
             if last_to is not None and row["from"] > last_to + 1:
-                seq.append("absent")  # unregistered in between
-            seq.append(state(row))
+                seq.append(("absent", last_to + 1))  # unregistered in between
+            seq.append((state(row), row["from"]))
             last_to = row["to"] if row["to"] is not None else float("inf")
         if last_to != float("inf"):
-            seq.append("absent")
-        expected[bid] = [s for s, _ in itertools.groupby(seq)]
-    lanes = {bid: [s for s, _ in itertools.groupby(e.kind for e in lane.events)] for bid, lane in m.brokers.items()}
+            seq.append(("absent", last_to + 1))
+        expected[bid] = collapsed(seq)
+    lanes = {bid: collapsed([(e.kind, e.offset) for e in lane.events]) for bid, lane in m.brokers.items()}
     assert lanes == expected
+    assert any(r["fenced"] and r["inControlledShutdown"] for r in truth["brokers"])  # the case is there

@@ -255,11 +255,13 @@ def test_unknown_tags_merge_in_ascending_order_with_known_ones():
 
 @pytest.mark.parametrize("value,error", [
     (frame(13, 0) + b"\x00", "UnsupportedVersionException: Unknown metadata id 13"),
-    (frame(29, 0) + b"\x00", "UnsupportedVersionException: Unknown metadata id 29"),
+    (frame(30, 0) + b"\x00", "UnsupportedVersionException: Unknown metadata id 30"),
     (frame(3, 3) + b"\x00", "UnsupportedVersionException: Can't read version 3 of PartitionRecord "
-                            "(highest known version is 2)"),
+                            "(highest known version is 2); read as version 2, field 'partitionId' at byte 3: "
+                            "needs 4 bytes, 1 left"),
     (frame(12, 1) + b"\x00", "UnsupportedVersionException: Can't read version 1 of FeatureLevelRecord "
-                             "(highest known version is 0)"),
+                             "(highest known version is 0); read as version 0, field 'name' at byte 4: "
+                             "non-nullable field was serialized as null"),
     (b"\x00\x14\x00\x00", "MetadataParseException: Could not deserialize metadata record with frame version 0 "
                           "(the KRaft preview format of Kafka 2.8 is not supported)"),
     (b"\x02\x14\x00\x00", "MetadataParseException: unknown frame version 2 (only frame version 1 is supported)"),
@@ -385,4 +387,51 @@ def test_every_declared_record_and_version_encodes_its_defaults_and_decodes_back
             assert (rec.api_key, rec.version) == (message.api_key, version)
             assert encode_record(rec) == value
             count += 1
-    assert len(METADATA_RECORDS) == 28 and count == 37  # keys 0-28 without 13; versions as in section 3.1
+    assert len(METADATA_RECORDS) == 29 and count == 38  # keys 0-29 without 13; versions as in section 3.1
+
+
+# --- versions newer than the table (issue 17's rule) ------------------------------------------
+
+
+def newer(api_key: int, version: int, data: dict, tags=()) -> bytes:
+    """A value of ``version`` + 1: the body at ``version`` with extra tagged fields, as Kafka adds fields."""
+    value = encode_metadata(api_key, version, data, tags)
+    return value[:2] + bytes([version + 1]) + value[3:]
+
+
+def test_a_newer_version_with_an_extra_tagged_field_is_decoded_at_the_highest_known_and_marked():
+    value = newer(0, 3, {"brokerId": 4, "brokerEpoch": 7, "fenced": False}, [("", 1, b"\x02\x01\x02")])
+    rec = ok(value)
+    assert (rec.version, rec.decoded_as) == (4, 3)
+    assert rec.data["brokerId"] == 4 and rec.data["fenced"] is False
+    assert rec.unknown_tags == (("", 1, b"\x02\x01\x02"),)
+    j = rec.to_json()
+    assert j["version"] == 4 and j["decodedAs"] == 3 and j["unknownTaggedFields"][0]["tag"] == 1
+    assert rec.dump_text(9).endswith("(RegisterBrokerRecord v4 is newer than kraftlog knows: decoded as v3, "
+                                     "1 unknown tagged field(s) kept raw)")
+    assert encode_record(rec) == value
+
+
+def test_a_newer_version_whose_fixed_layout_changed_is_kept_raw_with_the_reason():
+    value = newer(1, 0, {"brokerId": 4, "brokerEpoch": 7})[:-1] + b"\x00\x00\x00\x05\x00"  # an int32 more
+    rec = decode_metadata(value)
+    assert rec.error == ("UnsupportedVersionException: Can't read version 1 of UnregisterBrokerRecord (highest "
+                         "known version is 0); read as version 0, 4 byte(s) are left after its body (ends at byte 16)")
+    assert rec.raw == value and rec.data == {} and rec.decoded_as is None
+
+
+def test_a_newer_secret_carrying_record_is_still_redacted():
+    from kraftlog.schema import REDACTED, redact
+    value = newer(4, 0, {"resourceType": 2, "resourceName": "t", "name": "sasl.jaas.config", "value": "pw"},
+                  [("", 0, b"\x01")])
+    shown = redact(ok(value))
+    assert shown.data["value"] == REDACTED and shown.unknown_tags == () and shown.decoded_as == 0
+    assert shown.to_json()["decodedAs"] == 0
+
+
+def test_unregister_controller_record_is_api_key_29():
+    """apache/kafka@4425e970 metadata/src/main/resources/common/metadata/UnregisterControllerRecord.json."""
+    value = encode_metadata(29, 0, {"controllerId": 3000})
+    assert value == frame(29, 0) + i32(3000) + b"\x00"
+    rec = ok(value)
+    assert rec.type == "UNREGISTER_CONTROLLER_RECORD" and rec.data == {"controllerId": 3000}

@@ -28,3 +28,24 @@ def test_tables_do_not_depend_on_the_copy_decoded_first(spark, fixtures, tmp_pat
     for name in COMPARED:
         assert _rows(tmp_path / "forced", name) == _rows(tmp_path / "guessed", name), name
     assert table(tmp_path / "forced", "divergence"), "node 3's tail diverges"
+
+
+def test_two_clusters_sharing_a_cluster_id_are_kept_apart(spark, tmp_path):  # noqa: F811
+    """Cluster b's copies rewritten to claim cluster a's id (and holding the same node ids): a
+    problems row per copy of b, and the tables are a's alone."""
+    from kraftlog.cli.main import main
+
+    for seed in "ab":
+        assert main(["generate", str(tmp_path / "in" / seed), "--nodes", "3", "--duration", "5m", "--seed", seed]) == 0
+    claimed = (tmp_path / "in/a/node-1/meta.properties").read_text().split("cluster.id=")[1].split()[0]
+    for n in (1, 2, 3):
+        meta = tmp_path / f"in/b/node-{n}/meta.properties"
+        meta.write_text(meta.read_text().replace(meta.read_text().split("cluster.id=")[1].split()[0], claimed))
+    both = run(spark, Options(inputs=[str(tmp_path / "in")], output=str(tmp_path / "both")))
+    alone = run(spark, Options(inputs=[str(tmp_path / "in/a")], output=str(tmp_path / "alone")))
+    apart = [p for p in table(tmp_path / "both", "problems") if "another log" in (p["detail"] or "")]
+    assert sorted(p["log_dir"].split("/")[-2:][0] + str(p["node_id"]) for p in apart) == ["b1", "b2", "b3"]
+    assert sum("and the same node id" in p["detail"] for p in apart) == 1  # b's copy of a's best node
+    assert both["counts"]["records"] == alone["counts"]["records"]
+    for name in ("records", "topic_history", "partition_history", "config_history", "broker_history"):
+        assert _rows(tmp_path / "both", name) == _rows(tmp_path / "alone", name), name

@@ -1,7 +1,7 @@
 """The Spark job over a damaged copy of the single-node fixture: a batch failing its CRC, a record
-of an unknown type, a cut-off tail, a file of garbage named like a segment and a stray file. The
-run succeeds; each damage is a ``problems`` row at its position, and every byte of every file is
-either a batch of ``batches`` or a skipped region of ``problems``."""
+of an unknown type, a cut-off tail, a file of garbage named like a segment, a folder named like one
+and a stray file. The run succeeds; each damage is a ``problems`` row at its position, and every
+byte of every file is either a batch of ``batches`` or a skipped region of ``problems``."""
 
 import shutil
 from collections import defaultdict
@@ -48,10 +48,12 @@ def damaged(spark, fixtures, tmp_path_factory):  # noqa: F811
     garbage = meta / "00000000000000099999.log"
     garbage.write_bytes(b"not a kafka segment at all\n" * 10)
     (meta / "NOTES.txt").write_text("copied from broker 1\n")
+    folder = meta / "00000000000000088888.log"  # a folder where a segment should be: no file to read
+    folder.mkdir()
 
     out = root / "out"
     manifest = run(spark, Options(inputs=[str(node)], output=str(out)))
-    return {"out": out, "manifest": manifest, "first": first, "last": last, "garbage": garbage,
+    return {"out": out, "manifest": manifest, "first": first, "last": last, "garbage": garbage, "folder": folder,
             "flipped": flipped, "unknown_offset": unknown_offset, "tail_end": tail.position + tail.size,
             "appended": len(appended), "cut": len(cut)}
 
@@ -99,7 +101,7 @@ def test_every_byte_is_a_batch_or_a_skipped_region(damaged):
     for p in table(d["out"], "problems"):
         if p["kind"].startswith("skipped-"):
             covered[p["file"]] += p["length"]
-    files = [f for f in table(d["out"], "files") if f["kind"] != "skipped"]
+    files = [f for f in table(d["out"], "files") if f["kind"] not in ("skipped", "unreadable")]
     assert len(files) > 10
     for f in files:
         assert covered[f["file"]] == f["bytes"], f["file"]
@@ -112,3 +114,11 @@ def test_the_rest_of_the_log_is_still_replayed(damaged):
     assert d["manifest"]["counts"]["partition_history"] > 0
     offsets = [r["offset"] for r in table(d["out"], "records")]
     assert len(offsets) == len(set(offsets)) and d["unknown_offset"] in offsets
+
+
+def test_a_file_that_cannot_be_read_is_a_problem_not_a_failed_run(damaged):
+    d = damaged
+    [p] = _problems(d, d["folder"])
+    assert (p["kind"], p["detail"]) == ("unreadable", "a directory where a segment should be")
+    [f] = [f for f in table(d["out"], "files") if f["file"] == str(d["folder"])]
+    assert (f["kind"], f["skip_reason"]) == ("unreadable", "a directory where a segment should be")

@@ -8,6 +8,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from kraftlog.schema import message_of
+from kraftlog.schema.fields import INT8, INT32, UUID, Array
 from kraftlog.spark import entities
 from kraftlog.spark.fold import EVENT_COLUMNS, fold_function
 from kraftlog.spark.partition_fold import Fold
@@ -23,16 +25,44 @@ def _ids(rng: random.Random) -> list[int]:
     return rng.sample(range(1, 7), rng.randint(1, 4))
 
 
+# The generators below are built from the schema table: a record carries each untagged field of its
+# latest version, and each tagged field now and then, with a value of its type. A field the schema
+# gains is generated the day it is declared; the fold refuses it until it is taught (and the merge
+# table names it, ``test_the_merge_tables_name_every_field_of_the_schema``).
+PARTITION_FIELDS = message_of("PartitionRecord").fields
+CHANGE_FIELDS = message_of("PartitionChangeRecord").fields
+KEYS = ("partitionId", "topicId")
+#: Where a field's meaning narrows the values of its type: the values Kafka writes.
+POOLS = {"leader": [-1, 1, 2, 3], "leaderEpoch": range(6), "partitionEpoch": range(10)}
+#: How often a change carries a tagged field (others: 0.3).
+PRESENT = {"leader": 0.4, "leaderRecoveryState": 0.1, "replicas": 0.15}
+
+
+def _value(rng: random.Random, f, change: bool):
+    """A value of ``f``'s type (narrowed by ``POOLS``)."""
+    t = f.type
+    if isinstance(t, Array) and t.element is INT32:  # replicas are never empty
+        return _ids(rng) if f.json == "replicas" or rng.random() < 0.8 else []
+    if isinstance(t, Array) and t.element is UUID:
+        return [rng.choice([DIR_A, DIR_B, MIGRATING]) for _ in range(rng.randint(0, 3))]
+    if t is INT32:
+        return rng.choice(POOLS.get(f.json, range(-1, 4)))
+    if t is INT8:  # leaderRecoveryState: -1 is "no change" in a change record
+        return rng.choice([-1, 0, 1] if change else [0, 1])
+    raise AssertionError(f"no generator for {f.json} ({t.name}): teach this test the type")
+
+
 def _partition(rng: random.Random, topic: str, p: int, messy: bool) -> dict:
-    replicas = _ids(rng)
-    d = {"partitionId": p, "topicId": topic, "replicas": replicas, "isr": replicas[: rng.randint(1, len(replicas))],
-         "leader": replicas[0], "leaderEpoch": rng.randint(0, 5), "partitionEpoch": rng.randint(0, 9)}
-    if rng.random() < 0.3:
-        d["directories"] = [rng.choice([DIR_A, DIR_B]) for _ in replicas]
-    if rng.random() < 0.2:
-        d["eligibleLeaderReplicas"] = None if rng.random() < 0.5 else _ids(rng)
-    if rng.random() < 0.2:
-        d["leaderRecoveryState"] = rng.choice([0, 1])
+    d = {"partitionId": p, "topicId": topic}
+    for f in PARTITION_FIELDS:
+        if f.json in KEYS or (f.tag is not None and rng.random() > 0.2):
+            continue
+        d[f.json] = _value(rng, f, change=False)
+    replicas = d["replicas"] = _ids(rng)
+    d["isr"], d["leader"] = replicas[: rng.randint(1, len(replicas))], replicas[0]
+    d["directories"] = [rng.choice([DIR_A, DIR_B]) for _ in replicas] if rng.random() < 0.3 else []
+    if "eligibleLeaderReplicas" in d and rng.random() < 0.5:
+        d["eligibleLeaderReplicas"] = None
     if messy and rng.random() < 0.3:
         bad = rng.choice(["dirs", "recovery", "missing", "null_adding"])
         if bad == "dirs":
@@ -48,19 +78,16 @@ def _partition(rng: random.Random, topic: str, p: int, messy: bool) -> dict:
 
 def _change(rng: random.Random, topic: str, p: int, messy: bool) -> dict:
     d = {"partitionId": p, "topicId": topic}
-    for f in ("isr", "addingReplicas", "removingReplicas", "eligibleLeaderReplicas", "lastKnownElr"):
-        if rng.random() < 0.3:
-            d[f] = _ids(rng) if rng.random() < 0.8 else []
-    if rng.random() < 0.4:
-        d["leader"] = rng.choice([-1, 1, 2, 3])
-    if rng.random() < 0.1:
-        d["leaderRecoveryState"] = rng.choice([-1, 0, 1, 7] if messy else [-1, 0, 1])
-    if rng.random() < 0.15:
-        d["replicas"] = _ids(rng)
-        if rng.random() < 0.5:
-            d["directories"] = [rng.choice([DIR_A, DIR_B, MIGRATING]) for _ in d["replicas"]]
-            if messy and rng.random() < 0.3:
-                d["directories"].append(DIR_A)
+    for f in CHANGE_FIELDS:
+        if f.json in (*KEYS, "directories") or rng.random() > PRESENT.get(f.json, 0.3):
+            continue
+        d[f.json] = _value(rng, f, change=True)
+        if messy and f.json == "leaderRecoveryState" and rng.random() < 0.3:
+            d[f.json] = 7
+    if "replicas" in d and (not messy or rng.random() < 0.5):  # Kafka writes both from 3.7-IV2
+        d["directories"] = [rng.choice([DIR_A, DIR_B, MIGRATING]) for _ in d["replicas"]]
+        if messy and rng.random() < 0.3:
+            d["directories"].append(DIR_A)
     elif messy and rng.random() < 0.05:
         d["directories"] = [DIR_B]  # fits a one-replica partition only
     return d
@@ -240,3 +267,33 @@ def test_what_a_plan_never_makes_is_left_to_replay(same_offset):
     touched = fold.given if same_offset else np.isin(fold.key, fold.key[fold.given & (eff == at)])
     assert touched.any() and fold.left[touched].all()
     assert pa.concat_tables([columns, rest]).sort_by(SORT).equals(_replayed(rows, {"c": resets}).sort_by(SORT))
+
+
+def test_a_field_the_merge_table_does_not_name_is_left_to_replay():
+    rows = _table(_events(random.Random(7), "t0", messy=False, partitions=1, length=5)
+                  + [("c", "t0", 0, 99, 99, 0, 1099, 1, "PARTITION_CHANGE_RECORD",
+                      json.dumps({"partitionId": 0, "topicId": "t0", "isr": [1], "futureField": 1}))])
+    fold = Fold(entities.PARTITION, rows, {})
+    assert fold.left.all()
+    columns, rest, _ = _both(rows)
+    assert pa.concat_tables([columns, rest]).sort_by(SORT).equals(_replayed(rows).sort_by(SORT))
+
+
+def test_replicas_without_directories_follow_kafkas_merge_in_both_folds():
+    """PartitionRegistration.merge: all-MIGRATING stays MIGRATING for every replica; with real
+    directories, a replica count change without directories is refused (left to replay)."""
+    def rows(directories):
+        events = [(None, "TOPIC_RECORD", {"name": "n", "topicId": "t0"}),
+                  (0, "PARTITION_RECORD", {"partitionId": 0, "topicId": "t0", "replicas": [1, 2], "isr": [1, 2],
+                                           "leader": 1, "leaderEpoch": 0, "partitionEpoch": 0,
+                                           "directories": directories}),
+                  (0, "PARTITION_CHANGE_RECORD", {"partitionId": 0, "topicId": "t0", "replicas": [1, 2, 3]})]
+        return _table([("c", "t0", 0, o, o, 0, 1000 + o, 1, kind, json.dumps(d))
+                       for o, (_, kind, d) in enumerate(events)])
+    migrating = rows([])
+    columns, rest, fold = _both(migrating)
+    assert not fold.left.any() and columns.sort_by(SORT).equals(_replayed(migrating).sort_by(SORT))
+    assert columns.sort_by(SORT).column("directories").to_pylist()[-1] == [MIGRATING] * 3
+    placed = rows([DIR_A, DIR_B])
+    columns, rest, fold = _both(placed)
+    assert fold.left.all() and rest.column("replicas").to_pylist()[-1] == [1, 2]

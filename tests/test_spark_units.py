@@ -9,8 +9,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from kraftlog.files.copies import minus
 from kraftlog.spark import entities, events
-from kraftlog.spark.copies import FileSummary, _minus, likely_first, suppliers, supplies, wanted
+from kraftlog.spark.copies import FileSummary, likely_first, ranks, suppliers, supplies, unrelated, wanted
 from kraftlog.spark.discover import Copy, FileEntry, Inventory
 from kraftlog.spark.fold import EVENT_COLUMNS, fold_function
 from kraftlog.spark.passes import _groups
@@ -51,8 +52,9 @@ def test_plan_without_log_or_snapshot_before_it():
 
 
 def test_minus():
-    assert _minus(0, 10, [(2, 3), (6, 6)]) == [(0, 1), (4, 5), (7, 10)]
-    assert _minus(0, 10, [(0, 10)]) == []
+    assert minus(0, 10, [(2, 3), (6, 6)]) == [(0, 1), (4, 5), (7, 10)]
+    assert minus(0, 10, [(0, 10)]) == []
+    assert minus(115, 29, []) == []  # a run wholly past a copy's cut
 
 
 def _inventory(*copies: tuple[int, list[tuple[int, int]]]) -> tuple[Inventory, dict]:
@@ -70,6 +72,24 @@ def test_suppliers_best_copy_first_others_fill_in_until_they_disagree():
     # copy 1 disagrees from offset 110 on (an uncommitted tail); copy 2 from 125
     got = suppliers(inv, summary, {0: 0, 1: 1, 2: 2}, {1: 110, 2: 125})
     assert got == [(0, 50, 100), (1, 0, 49), (1, 101, 109), (2, 110, 124)]
+
+
+def test_a_copy_supplies_nothing_past_its_cut_even_in_a_later_run():
+    inv, summary = _inventory((0, [(50, 100)]), (1, [(0, 40), (115, 120)]))
+    assert suppliers(inv, summary, {0: 0, 1: 1}, {1: 30}) == [(0, 50, 100), (1, 0, 29)]
+
+
+def test_ranks_follow_the_last_batchs_epoch_then_offset():
+    inv, summary = _inventory((0, [(0, 120)]), (1, [(0, 100)]), (2, [(0, 100)]))
+    for i, (epoch, last) in enumerate([(6, 120), (7, 100), (7, 100)]):
+        summary[i] = FileSummary(i, summary[i].runs, 0, 0, 0, last, None, None, epoch, 0, 0, None)
+    assert ranks(inv, summary) == {1: 0, 2: 1, 0: 2}
+
+
+def test_a_copy_differing_from_the_first_common_offset_is_another_log():
+    inv, summary = _inventory((0, [(0, 100)]), (1, [(0, 90)]), (2, [(0, 120)]), (3, [(200, 300)]))
+    apart = unrelated(inv, summary, {0: 0, 1: 1, 2: 2, 3: 3}, {1: 0, 2: 95})
+    assert list(apart) == [1] and "first offset both hold (0)" in apart[1]  # copy 2: an uncommitted tail
 
 
 def test_supplies_is_inside_the_files_intervals():

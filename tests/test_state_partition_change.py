@@ -104,13 +104,34 @@ def test_directories_all_migrating_stay_migrating_for_every_replica():
     assert p["directories"] == [MIGRATING] * 3
 
 
-def test_new_replicas_without_directories_keep_known_ones_and_others_are_unassigned():
-    p = after(change(T, 0, replicas=[2, 3, 4]), directories=[D1, D2, D3])
-    assert p["directories"] == [D2, D3, UNASSIGNED]
+# Kafka's rule for replicas without directories (PartitionRegistration.merge, apache/kafka 4.2.0-rc1
+# PartitionRegistration.java lines 241-245 and 221): the old directories stay where they are.
 
 
-def test_pre_jbod_reassignment_keeps_migrating_for_staying_replicas():
+def test_new_replicas_without_directories_keep_the_old_directories_in_place():
+    p = after(change(T, 0, replicas=[3, 2, 1]), directories=[D1, D2, D3])
+    assert p["directories"] == [D1, D2, D3]
+
+
+def test_a_replica_count_change_without_directories_is_refused_as_kafka_refuses_it():
+    image = replayed(topic("t", T), partition(T, 0, [1, 2, 3], directories=[D1, D2, D3]),
+                     change(T, 0, replicas=[2, 3, 4, 5]))
+    assert [p.message for p in image.problems] == ["3 directories for 4 replicas"]
+    assert image.to_json()["topics"]["t"]["partitions"]["0"]["replicas"] == [1, 2, 3]
+
+
+def test_pre_jbod_reassignment_stays_migrating_for_every_replica():
     p = after(change(T, 0, replicas=[3, 4]))
+    assert p["directories"] == [MIGRATING, MIGRATING]
+
+
+def test_empty_directories_are_migrating_for_every_replica():
+    p = after(change(T, 0, directories=[]), directories=[D1, D2, D3])
+    assert p["directories"] == [MIGRATING] * 3
+
+
+def test_a_placed_replica_and_unassigned_ones_are_kept_as_written():
+    p = after(change(T, 0, replicas=[3, 4], directories=[MIGRATING, UNASSIGNED]))
     assert p["directories"] == [MIGRATING, UNASSIGNED]
 
 
@@ -142,3 +163,13 @@ def test_elr_change_alone_does_not_bump_the_leader_epoch():
 def test_change_for_a_missing_partition_is_a_problem():
     image = replayed(topic("t", T), change(T, 3, leader=1))
     assert [p.message for p in image.problems] == ["PartitionChangeRecord for t-3, which does not exist"]
+
+
+@pytest.mark.parametrize("record,table", [("PartitionChangeRecord", "PARTITION_CHANGE_RECORD"),
+                                          ("PartitionRecord", "PARTITION_RECORD")])
+def test_the_merge_tables_name_every_field_of_the_schema(record, table):
+    """A field the schema gains and the merge table does not name would be folded as if absent."""
+    from kraftlog.schema import message_of
+    from kraftlog.state import topics
+    declared = [f.json for f in message_of(record).fields]
+    assert sorted(getattr(topics, table)) == sorted(declared)

@@ -3,6 +3,7 @@
 from test_state_support import config, partition, rec, register_broker, replayed, topic, uuid
 
 from kraftlog.state.ids import MIGRATING
+from kraftlog.state.tree import image_tree
 
 
 def only_problem(image) -> str:
@@ -25,10 +26,37 @@ def test_feature_levels_set_replace_and_level_zero_removes():
     assert image.features.metadata_version == 21
 
 
-def test_metadata_version_defaults_to_3_0_iv1_without_a_record():
+def test_no_metadata_version_record_means_none():
+    """Kafka 4.2 FeaturesImage.java line 40: ``EMPTY`` has ``Optional.empty()``, not 3.0-IV1."""
     image = replayed()
-    assert image.features.metadata_version == 1
+    assert image.features.metadata_version is None
     assert image.to_json()["features"] == {}
+    assert image_tree(image)["features"]["metadataVersion"] == "none"
+
+
+def test_a_kraft_version_feature_level_record_is_ignored():
+    """Kafka 4.2 FeaturesDelta.java line 69 (KAFKA-18979): kraft.version is not a finalized feature."""
+    image = replayed(rec("FEATURE_LEVEL_RECORD", name="metadata.version", featureLevel=21),
+                     rec("FEATURE_LEVEL_RECORD", name="kraft.version", featureLevel=1))
+    assert image.to_json()["features"] == {"metadata.version": 21} and not image.problems
+
+
+def test_a_metadata_version_below_3_3_iv3_is_reported_as_kafka_4_refuses_it():
+    """Kafka 4.2 FeaturesDelta.java line 63: ``fromFeatureLevel`` throws below MINIMUM_VERSION (3.3-IV3)."""
+    image = replayed(rec("FEATURE_LEVEL_RECORD", name="metadata.version", featureLevel=6))
+    assert image.features.metadata_version == 6
+    assert only_problem(image).startswith("metadata.version 3.3-IV2 is below 3.3-IV3: Kafka 4.x refuses this record")
+    assert not replayed(rec("FEATURE_LEVEL_RECORD", name="metadata.version", featureLevel=7)).problems
+
+
+def test_zk_migration_state_record_is_a_no_op_from_4_0():
+    """Kafka 4.2 MetadataDelta.java line 252: ZK_MIGRATION_STATE_RECORD is kept readable but a no-op."""
+    at_3_9 = replayed(rec("FEATURE_LEVEL_RECORD", name="metadata.version", featureLevel=21),
+                      rec("ZK_MIGRATION_STATE_RECORD", zkMigrationState=3))
+    at_4_0 = replayed(rec("FEATURE_LEVEL_RECORD", name="metadata.version", featureLevel=22),
+                      rec("ZK_MIGRATION_STATE_RECORD", zkMigrationState=3))
+    assert at_3_9.to_json()["zkMigrationState"] == "POST_MIGRATION"
+    assert at_4_0.to_json()["zkMigrationState"] == "NONE"
 
 
 def test_zk_migration_state_is_rendered_by_name():
@@ -180,6 +208,16 @@ def test_register_controller_replaces():
                          {"name": "metadata.version", "minSupportedVersion": 1, "maxSupportedVersion": 21}],
         }
     }
+
+
+def test_unregister_controller_removes_the_registration():
+    """KIP-1312 (MetadataVersion 4.4-IV2): ``ClusterDelta.replay(UnregisterControllerRecord)`` removes it."""
+    register = rec("REGISTER_CONTROLLER_RECORD", controllerId=3001, incarnationId=uuid(3), zkMigrationReady=False,
+                   endPoints=[], features=[])
+    image = replayed(register, rec("REGISTER_CONTROLLER_RECORD", **{**register.data, "controllerId": 3002}),
+                     rec("UNREGISTER_CONTROLLER_RECORD", controllerId=3001))
+    assert list(image.to_json()["controllers"]) == ["3002"] and not image.problems
+    assert set(image_tree(image)["cluster"]["controllers"]) == {"3002"}
 
 
 # --- topics -------------------------------------------------------------------------------
@@ -437,3 +475,26 @@ def test_to_json_is_a_snapshot_not_a_live_view():
     image.apply(rec("BROKER_REGISTRATION_CHANGE_RECORD", brokerId=1, brokerEpoch=10, fenced=1), 4, 0, 1)
     assert before["topics"]["t"]["partitions"]["0"]["isr"] == [1, 2]
     assert before["brokers"]["1"]["fenced"] is False
+
+
+def test_metadata_versions_of_kafka_4_3_and_4_4_have_their_names():
+    """apache/kafka@4425e970 server-common/.../MetadataVersion.java: levels 28-33."""
+    from kraftlog.state.features import metadata_version_name
+    assert [metadata_version_name(level) for level in range(27, 34)] == [
+        "4.1-IV1", "4.2-IV0", "4.2-IV1", "4.3-IV0", "4.4-IV0", "4.4-IV1", "4.4-IV2"]
+    assert metadata_version_name(34) == "34 (newer than kraftlog knows)"
+
+
+def test_configs_of_a_topic_created_and_deleted_in_one_transaction_stay():
+    """Kafka 4.2 ConfigurationsDelta.java line 73: a RemoveTopicRecord deletes only the configs the image
+    held before the delta; a metadata transaction is one delta."""
+    created_and_deleted = replayed(
+        rec("BEGIN_TRANSACTION_RECORD"), topic("tmp", uuid(9)), config(2, "tmp", "retention.ms", "1"),
+        rec("REMOVE_TOPIC_RECORD", topicId=uuid(9)), rec("END_TRANSACTION_RECORD"))
+    assert created_and_deleted.to_json()["configs"] == {"TOPIC:tmp": {"retention.ms": "1"}}
+    assert created_and_deleted.to_json()["topics"] == {}
+    created_then_deleted = replayed(
+        topic("tmp", uuid(9)), config(2, "tmp", "retention.ms", "1"),
+        rec("BEGIN_TRANSACTION_RECORD"), config(2, "tmp", "cleanup.policy", "compact"),
+        rec("REMOVE_TOPIC_RECORD", topicId=uuid(9)), rec("END_TRANSACTION_RECORD"))
+    assert created_then_deleted.to_json()["configs"] == {}

@@ -1,15 +1,18 @@
 """``kraftlog dump``: one file's batches and records, as kafka-dump-log prints them or as JSON lines."""
 
 import argparse
+import os
 import re
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TextIO
 
 from kraftlog.cli import main, progress, render
-from kraftlog.files.paths import LogFile
+from kraftlog.files.paths import LogFile, classify, log_files_under
 from kraftlog.files.reader import Limits, Region, read_log_file
+from kraftlog.files.records import iter_entries, unreadable
 from kraftlog.schema import MetadataRecord, decode_control, decode_metadata, entity_of
 from kraftlog.schema.control import BY_ID as CONTROL_TYPES
 from kraftlog.schema.metadata import BY_API_KEY, BY_TYPE_NAME
@@ -32,6 +35,7 @@ class FileSummary:
     records: int = 0
     undecodable: int = 0  # records whose value did not decode
     errors: int = 0
+    newer: dict[str, int] = field(default_factory=dict)  # records of versions newer than kraftlog, by note
 
     @property
     def clean(self) -> bool:
@@ -45,6 +49,73 @@ def _looks_like_metadata(batch: Batch) -> bool:
     )
 
 
+#: Partition fields that name brokers (PartitionRecord and PartitionChangeRecord; the metadata JSON
+#: schemas): ``--broker`` matches a partition record naming the broker in any of them.
+PARTITION_BROKER_FIELDS = ("leader", "replicas", "isr", "eligibleLeaderReplicas", "lastKnownElr",
+                           "addingReplicas", "removingReplicas")
+
+
+def names_broker(rec: MetadataRecord, broker: int) -> bool:
+    """A PartitionRecord or PartitionChangeRecord that names ``broker`` as leader or in a replica list."""
+    if rec.type not in ("PARTITION_RECORD", "PARTITION_CHANGE_RECORD"):
+        return False
+    for name in PARTITION_BROKER_FIELDS:
+        value = rec.data.get(name)
+        if value == broker or (isinstance(value, list) and broker in value):
+            return True
+    return False
+
+
+@dataclass(slots=True)
+class TopicFilter:
+    """``--topic NAME|ID``: a name stands for every topic id a TopicRecord gave it in the files read,
+    learned from every snapshot first (retention leaves the TopicRecord only there) and from the
+    segments as they go by. Records about an id no file names may be about the topic: they are
+    counted (``unresolved``) so the command can say its answer is incomplete."""
+
+    topic: str
+    ids: set[str] = field(default_factory=set)  # ids named ``topic``
+    named: set[str] = field(default_factory=set)  # every id a TopicRecord named
+    seen_ids: set[str] = field(default_factory=set)  # every topic id a record carried
+    unresolved: dict[str, tuple[int, int, str]] = field(default_factory=dict)  # id -> (records, first offset, file)
+
+    def learn(self, rec) -> None:
+        if isinstance(rec, MetadataRecord) and rec.type == "TOPIC_RECORD" and rec.error is None:
+            self.named.add(rec.data["topicId"])
+            if rec.data["name"] == self.topic:
+                self.ids.add(rec.data["topicId"])
+
+    def matches(self, e: dict, rec: MetadataRecord, offset: int, where: str) -> bool:
+        tid = e["topic_id"]
+        if tid is not None:
+            self.seen_ids.add(tid)
+        if e["topic_name"] == self.topic or tid == self.topic or tid in self.ids:
+            return True
+        if rec.type == "CLEAR_ELR_RECORD" and rec.data.get("topicName") == "":
+            return True  # an empty name clears the ELR of every topic
+        if tid is not None and e["topic_name"] is None and tid not in self.named:
+            n, first, file = self.unresolved.get(tid, (0, offset, where))
+            self.unresolved[tid] = (n + 1, first, file)
+        return False
+
+    def refusal(self) -> str | None:
+        """Why the answer cannot be trusted to hold every record about the topic, or None."""
+        if self.topic in self.seen_ids:
+            return None  # given as an id: nothing to resolve
+        if not self.ids:
+            return (f"--topic {self.topic}: no TopicRecord in the files read names it, so records that carry "
+                    f"only its topic id cannot be found (add the snapshot or segment that created it, or pass "
+                    f"the topic id)")
+        missed = {t: v for t, v in self.unresolved.items() if t not in self.named or t in self.ids}
+        if not missed:
+            return None
+        n = sum(v[0] for v in missed.values())
+        tid, (_, offset, file) = min(missed.items(), key=lambda kv: kv[1][1])
+        return (f"--topic {self.topic}: {n} records name topic ids no TopicRecord in the files read names "
+                f"before them (first: {tid} at offset {offset} in {file}); they may be about {self.topic} "
+                f"and were not shown")
+
+
 @dataclass(slots=True)
 class DumpOptions:
     """What to print and what to leave out; defaults are kafka-dump-log's view with secrets hidden."""
@@ -55,16 +126,17 @@ class DumpOptions:
     redact: bool = True
     types: frozenset[str] = frozenset()  # enum names (metadata or control); empty = all
     offsets: tuple[int, int] | None = None  # inclusive range
-    topic: str | None = None  # name or id
+    topic: TopicFilter | None = None
     broker: int | None = None
     skip_noop: bool = False
-    topic_ids: set[str] = field(default_factory=set)  # ids of --topic NAME seen so far
 
     @property
     def filtering(self) -> bool:
         return bool(self.types or self.offsets or self.topic or self.broker is not None or self.skip_noop)
 
-    def wants(self, offset: int, rec) -> bool:
+    def wants(self, offset: int, rec, where: str) -> bool:
+        if self.topic is not None:
+            self.topic.learn(rec)  # before any other filter: a TopicRecord left out still names its id
         if self.offsets and not self.offsets[0] <= offset <= self.offsets[1]:
             return False
         kind = getattr(rec, "type", None) if rec is not None else None
@@ -77,12 +149,9 @@ class DumpOptions:
         if not isinstance(rec, MetadataRecord) or rec.error is not None:
             return False
         e = entity_of(rec)
-        if self.topic is not None:
-            if kind == "TOPIC_RECORD" and e["topic_name"] == self.topic:
-                self.topic_ids.add(e["topic_id"])
-            if not (e["topic_name"] == self.topic or e["topic_id"] == self.topic or e["topic_id"] in self.topic_ids):
-                return False
-        return self.broker is None or e["broker_id"] == self.broker
+        if self.broker is not None and e["broker_id"] != self.broker and not names_broker(rec, self.broker):
+            return False
+        return self.topic is None or self.topic.matches(e, rec, offset, where)
 
 
 def _payload(batch: Batch, r: Record, rec, opts: DumpOptions) -> tuple[tuple[str, object] | None, str]:
@@ -106,8 +175,10 @@ def _decode(batch: Batch, r: Record, metadata: bool):
 
 
 def dump_file(lf: LogFile, out: TextIO, opts: DumpOptions, stats: "Stats | None" = None) -> FileSummary:
-    """Write one file's dump to ``out`` (or only count it into ``stats``) and return what the walk found."""
-    s = FileSummary(bytes=lf.path.stat().st_size)
+    """Write one file's dump to ``out`` (or only count it into ``stats``) and return what the walk found.
+    Raises ``OSError`` before writing anything when the file cannot be opened."""
+    with open(lf.path, "rb") as f:
+        s = FileSummary(bytes=os.fstat(f.fileno()).st_size)
     jsonl = opts.fmt == "jsonl"
     quiet = stats is not None
     if quiet:
@@ -144,15 +215,20 @@ def dump_file(lf: LogFile, out: TextIO, opts: DumpOptions, stats: "Stats | None"
         if not opts.filtering and not quiet:
             out.write(batch_line + "\n")
             batch_line = None
+        counted = False
         for r in batch.records:
             s.records += 1
             rec = _decode(batch, r, metadata)
+            if isinstance(rec, MetadataRecord) and rec.decoded_as is not None:
+                s.newer[rec.newer_note] = s.newer.get(rec.newer_note, 0) + 1
             if rec is not None and rec.error:
                 s.undecodable += 1
                 s.errors += 1
-            if stats is not None:
+            if not opts.wants(r.offset, rec, lf.path.name):
+                continue
+            if stats is not None:  # --stats counts what the filters keep
                 stats.add_record(rec)
-            if quiet or not opts.wants(r.offset, rec):
+                counted = True
                 continue
             if batch_line is not None:
                 out.write(batch_line + "\n")
@@ -160,7 +236,7 @@ def dump_file(lf: LogFile, out: TextIO, opts: DumpOptions, stats: "Stats | None"
             payload, text = _payload(batch, r, rec, opts)
             out.write((render.dumps(render.record_json(batch, r, payload)) if jsonl
                        else render.record_text(batch, r, text)) + "\n")
-        if stats is not None:
+        if counted or (stats is not None and not opts.filtering):
             stats.add_batch(batch)
         if batch.error:
             s.batch_errors += 1
@@ -253,14 +329,63 @@ def _offset_range(text: str) -> tuple[int, int]:
         raise argparse.ArgumentTypeError(f"not an offset range A:B: {text!r}") from None
 
 
+def dump_paths(paths: list[str], all_partitions: bool) -> tuple[list[LogFile], int]:
+    """Files as given; a directory walked for segments and checkpoints in offset order, leaving out
+    the data partitions' folders below it unless ``all_partitions`` (a partition folder given as
+    PATH is read: it was named). Also how many folders could not be listed (each said on stderr)."""
+    out: list[LogFile] = []
+    empty: list[str] = []
+    unlisted: list[OSError] = []
+    for p in paths:
+        if os.path.isdir(p):
+            left_out: list[Path] = []
+            found = log_files_under(p, all_partitions, left_out, unlisted)
+            partitions = (f"{len(left_out)} data partition folders ({left_out[0].name}, ...): name one as PATH, "
+                          "or pass --all-partitions") if left_out else ""
+            if not found:
+                empty.append(f"no segments or checkpoints under {p}" + (f" outside its {partitions}" if left_out else ""))
+            elif left_out:
+                print(f"kraftlog: {p}: left out {partitions}", file=sys.stderr)
+            out.extend(found)
+        elif os.path.isfile(p):
+            out.append(classify(p))
+        else:
+            raise main.UsageError(f"no such file or directory: {p}")
+    for e in unlisted:
+        print(f"kraftlog: {unreadable(Path(e.filename), e)}", file=sys.stderr)
+    if not out and not unlisted:
+        raise main.UsageError("; ".join(empty))
+    for message in empty if out else []:
+        print(f"kraftlog: {message}", file=sys.stderr)
+    return out, len(unlisted)
+
+
+def learn_topics(files: list[LogFile], topic: TopicFilter, limits: Limits) -> None:
+    """Every topic id the snapshots among ``files`` name: the TopicRecord of a topic created before
+    the oldest segment kept survives only there. Unreadable parts are reported by the dump itself."""
+    for lf in files:
+        if lf.kind in ("snapshot", "bootstrap"):
+            try:
+                for entry in iter_entries(lf, limits):
+                    topic.learn(entry.record)
+            except OSError:
+                continue  # the dump of this file says it cannot be read
+
+
 def add_parser(sub) -> None:
     p = sub.add_parser("dump", help="print the batches and records of segments and snapshots",
                        description="Print every batch and record of the given files. A directory is "
-                       "walked for *.log segments and *.checkpoint snapshots in offset order. Secrets "
-                       "(SCRAM salts and keys, secret config values) are redacted unless --no-redact. "
-                       "Exit 0 when clean, 1 when a batch was invalid, bytes were skipped or a record "
-                       "could not be decoded, 2 on usage errors.")
-    p.add_argument("paths", nargs="+", metavar="PATH", help="segment, checkpoint, or directory")
+                       "walked for *.log segments and *.checkpoint snapshots in offset order: a log dir gives "
+                       "its metadata log (__cluster_metadata-N) and bootstrap.checkpoint, not its data "
+                       "partitions (name one as PATH, or --all-partitions). Secrets (SCRAM salts and keys, "
+                       "secret config values) are redacted unless --no-redact. Exit 0 when clean; 1 when a "
+                       "batch was invalid, bytes were skipped, a record could not be decoded, a file could not "
+                       "be read (the others are still dumped) or a --topic name could not be resolved; 2 on "
+                       "usage errors.")
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="segment, checkpoint, or directory (a log dir: its metadata log and bootstrap.checkpoint)")
+    p.add_argument("--all-partitions", action="store_true",
+                   help="in a directory, also walk the data partitions' folders (<topic>-<N>) below it")
     p.add_argument("--format", choices=["text", "jsonl"], default="text",
                    help="text: kafka-dump-log layout (default); jsonl: one JSON object per line")
     p.add_argument("--decoder", choices=["auto", "metadata", "raw"], default="auto",
@@ -270,34 +395,56 @@ def add_parser(sub) -> None:
                    help="only these record types: enum names (PARTITION_CHANGE_RECORD, LEADER_CHANGE), "
                    "message names (PartitionChangeRecord) or api keys; repeatable")
     p.add_argument("--offset-range", type=_offset_range, metavar="A:B", help="only offsets A..B (inclusive)")
-    p.add_argument("--topic", metavar="NAME|ID", help="only records about this topic")
-    p.add_argument("--broker", type=int, metavar="ID", help="only records about this broker")
+    p.add_argument("--topic", metavar="NAME|ID",
+                   help="only records about this topic: a name stands for every topic id a TopicRecord in the "
+                   "files read (snapshots included) gives it; exit 1 when the name cannot be resolved")
+    p.add_argument("--broker", type=int, metavar="ID",
+                   help="only records about this broker: its registrations, fencing and configs, and the "
+                   "PartitionRecords and PartitionChangeRecords naming it as leader or in replicas, ISR, ELR, "
+                   "last known ELR, adding or removing replicas")
     p.add_argument("--skip-noop", action="store_true", help="leave out NoOpRecords")
     p.add_argument("--no-redact", action="store_true", help="show SCRAM keys and secret config values")
     p.add_argument("--stats", action="store_true",
-                   help="print counts by type and version, batch sizes, time span and NoOp share instead")
+                   help="print counts by type and version, batch sizes, time span and NoOp share instead, of the "
+                   "records the filters keep (and the batches holding them); metadata and data partitions apart")
     main.add_limits(p)
 
 
 @progress.shown("paths", streams_stdout=True)
 def run(args, out: TextIO | None = None) -> int:
-    """Dump every file; exit 1 when any batch was invalid, any byte skipped or any record undecodable."""
+    """Dump every file; exit 1 when any batch was invalid, any byte skipped, any record undecodable,
+    any file unreadable, or a --topic name could not be resolved."""
     out = out or sys.stdout
+    topic = TopicFilter(args.topic) if args.topic else None
     opts = DumpOptions(args.format, args.decoder, main.limits_of(args), not args.no_redact,
-                       frozenset(_type_name(t) for t in args.type), args.offset_range, args.topic,
+                       frozenset(_type_name(t) for t in args.type), args.offset_range, topic,
                        args.broker, args.skip_noop)
-    stats = Stats() if args.stats else None
-    status = 0
-    for lf in main.expand_paths(args.paths):
-        s = dump_file(lf, out, opts, stats)
+    files, unlisted = dump_paths(args.paths, args.all_partitions)
+    if topic is not None:
+        learn_topics(files, topic, opts.limits)
+    stats = {True: Stats(), False: Stats()} if args.stats else None  # metadata files, data files
+    status = 1 if unlisted else 0
+    for lf in files:
+        try:
+            s = dump_file(lf, out, opts, None if stats is None else stats[lf.is_metadata or args.decoder == "metadata"])
+        except OSError as e:
+            print(f"kraftlog: {unreadable(lf.path, e)}", file=sys.stderr)
+            status = 1
+            continue
+        for note, count in s.newer.items():
+            print(f"kraftlog: {lf.path}: {count} record(s): {note}", file=sys.stderr)
         if not s.clean:
             status = 1
             print(f"kraftlog: {lf.path}: {s.bytes} bytes = {s.valid_bytes} in {s.batches} batches + "
                   f"{s.skipped_bytes} skipped in {s.regions} regions; {s.invalid_batches} invalid batches, "
                   f"{s.batch_errors} batch errors, {s.undecodable} undecodable records", file=sys.stderr)
     if stats is not None:
-        out.write((render.dumps(stats.to_json()) if args.format == "jsonl" else stats.text()) + "\n")
-    if opts.topic and not opts.topic_ids and len(opts.topic) != 22:
-        print(f"kraftlog: no TopicRecord named {opts.topic} was seen; records that carry only its id were "
-              f"not matched (pass the topic id instead)", file=sys.stderr)
+        for metadata, st in stats.items():
+            if st.batches or (metadata and not stats[False].batches):
+                kind = "metadata" if metadata else "data"
+                out.write((render.dumps({**st.to_json(), "log": kind}) if args.format == "jsonl"
+                           else (f"{kind} log files:\n" if stats[False].batches else "") + st.text()) + "\n")
+    if topic is not None and (why := topic.refusal()) is not None:
+        print(f"kraftlog: {why}", file=sys.stderr)
+        status = 1
     return status

@@ -9,7 +9,7 @@ from kraftlog.files.records import ReadProblems
 from kraftlog.schema import MetadataRecord, entity_of
 from kraftlog.schema.redact import redact
 from kraftlog.state.image import ClusterImage
-from kraftlog.state.rebuild import log_entries, starting_point
+from kraftlog.state.rebuild import earliest_base, load_checkpoint, log_entries, on_disk, starting_point
 
 _BROKER_TYPES = {"REGISTER_BROKER_RECORD", "UNREGISTER_BROKER_RECORD", "FENCE_BROKER_RECORD",
                  "UNFENCE_BROKER_RECORD", "BROKER_REGISTRATION_CHANGE_RECORD", "CONFIG_RECORD"}
@@ -83,25 +83,36 @@ class _Matcher:
         return topic["partitions"].get(str(self.partition))
 
 
+def _entity(args) -> str:
+    if args.config:
+        return f"config {args.config}"
+    if args.broker is not None:
+        return f"broker {args.broker}"
+    return f"topic {args.topic}" + (f" partition {args.partition}" if args.partition is not None else "")
+
+
 def run(args) -> int:
     limits = main.limits_of(args)
-    node = target.pick_node(args.path, args.node, limits)
-    first = node.segments[0].offset if node.segments else None
-    base = "none"
-    if first != 0:
-        later = [s for s in node.snapshots if first is None or s.offset >= first]
-        if not later:
-            raise main.UsageError("no log from offset 0 and no snapshot the log continues from")
-        base = later[0].path
+    log = target.open_log(args)
+    base = earliest_base(log)
+    if base is None:
+        raise main.Refused(f"no log from offset 0 and no snapshot the log continues from: {on_disk(log)}")
     problems = ReadProblems()
-    image, start, described = starting_point(node, None, None, base, limits, problems)
+    image, start, described = starting_point(log, None, None, base, limits, problems)
     match = _Matcher(args, image)
     redacted = not args.no_redact
+    existed = match.state(image, redacted) not in (None, {})
     out = sys.stdout
     print(f"kraftlog: history from {described}", file=sys.stderr)
+    if existed:  # the entity's state where the history starts, before the first change read
+        at, state = image.provenance.offset, match.state(image, redacted)
+        out.write((dumps({"offset": at, "base": described, "after": state}) if args.format == "jsonl" else
+                   f"offset {at} {described}\n    state: {json.dumps(state)}") + "\n")
     pending: list[int] = []
     shown = 0
-    for e in log_entries(node, start, limits, problems):
+    last = None
+    for e in log_entries(log, start, limits, problems, args.apply_invalid):
+        last = e.offset
         rec = e.record
         image.apply(rec, e.offset, e.timestamp, e.epoch)
         if rec.type in _TXN and pending:
@@ -129,7 +140,21 @@ def run(args) -> int:
             txn = f" (in transaction begun at {image.transaction.begin_offset})" if image.transaction else ""
             out.write(f"offset {e.offset} {when} epoch {e.epoch}{txn} {rec.type} v{rec.version} "
                       f"{dumps(shown_rec.to_json()['data'])}\n    after: {json.dumps(after)}\n")
-    print(f"kraftlog: {shown} changes", file=sys.stderr)
+    read = f"{described}" + (f" to offset {last}" if last is not None else "")
+    end = image.provenance.offset
+    later = [snap for snap in log.snapshots if snap.offset - 1 > end]
+    if later:
+        problems.messages.append(f"the history ends at offset {end}, but snapshot {later[-1].path.name} shows the "
+                                 f"log went on to offset {later[-1].offset - 1}: the changes in between are not on disk")
     for m in problems.messages + [f"offset {p.offset} {p.type}: {p.message}" for p in image.problems]:
         print(f"kraftlog: problem: {m}", file=sys.stderr)
+    if not shown and not existed:
+        held = load_checkpoint(later[-1], limits) if later else None
+        if held is not None and _Matcher(args, held).state(held, redacted) not in (None, {}):
+            print(f"kraftlog: {_entity(args)} is not in the log read ({read}), but snapshot {later[-1].path.name} "
+                  f"holds it: the records that made it are not on disk", file=sys.stderr)
+        else:
+            print(f"kraftlog: {_entity(args)} never existed in the log read ({read})", file=sys.stderr)
+        return 1
+    print(f"kraftlog: {shown} changes", file=sys.stderr)
     return 1 if problems.messages or image.problems else 0

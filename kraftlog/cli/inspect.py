@@ -6,6 +6,7 @@ from collections import Counter, defaultdict
 
 from kraftlog.cli import main, progress
 from kraftlog.cli.render import iso_time
+from kraftlog.files.copies import copy_order
 from kraftlog.files.coverage import compare_copies, coverage
 from kraftlog.files.logdir import FileScan, NodeDir, find_nodes, scan_file
 from kraftlog.files.reader import Limits
@@ -35,6 +36,7 @@ def _scan_json(s: FileScan) -> dict:
         "regions": [{"position": r.position, "length": r.length, "reason": r.reason, "detail": r.detail}
                     for r in s.regions],
         "discontinuities": [{"expected": a, "found": b} for a, b in s.discontinuities],
+        "unreadable": s.unreadable,
     }
 
 
@@ -61,8 +63,15 @@ def node_report(node: NodeDir, limits: Limits) -> dict:
         "rebuildReason": cov.reason,
         "skipped": [{"file": p.name, "why": why} for p, why in node.skipped],
         "problems": node.problems,
+        "unreadable": [{"file": str(path), "why": why} for path, why in node.unreadable]
+        + [{"file": str(f.path), "why": s.unreadable} for f, s in scans.items() if s.unreadable],
         "clean": all(s.clean for s in scans.values()),
     }
+
+
+def _last_epoch(report: dict) -> int | None:
+    """The leader epoch of the copy's last batch: epochs only grow along a log."""
+    return max((s["epochs"][1] for s in report["segments"] if s["epochs"]), default=None)
 
 
 def inspect(path: str, limits: Limits) -> dict:
@@ -74,14 +83,16 @@ def inspect(path: str, limits: Limits) -> dict:
     clusters = []
     for cid, members in by_cluster.items():
         ends = [(r["coverage"]["lastOffset"] if r["coverage"]["lastOffset"] is not None else -1, n) for n, r in members]
-        newest = max(ends, key=lambda e: e[0])[1]
+        newest = min(members, key=lambda m: copy_order(_last_epoch(m[1]), m[1]["coverage"]["lastOffset"],
+                                                        m[0].node_id, str(m[0].log_dir)))[0]
         clusters.append({
             "clusterId": cid,
             "nodes": [n.node_id for n, _ in members],
             "newest": newest.node_id,
             "lastOffsets": {n.name: e for e, n in ends},
             "divergence": [
-                {"node": d.node, "reference": d.reference, "offset": d.offset, "detail": d.detail}
+                {"node": d.node, "reference": d.reference, "offset": d.offset, "detail": d.detail,
+                 "sameLog": d.offset is None or d.agreed > 0}
                 for d in (compare_copies(newest, n, limits) for n, _ in members if n is not newest)
             ],
         })
@@ -102,6 +113,7 @@ def _text(report: dict) -> str:
                 span = f"offsets {s['firstOffset']}-{s['lastOffset']}" if s["firstOffset"] is not None else "empty"
                 bad = f", {s['invalidBatches']} invalid batches" if s["invalidBatches"] else ""
                 bad += f", {s['skippedBytes']} bytes skipped" if s["skippedBytes"] else ""
+                bad += f", UNREADABLE ({s['unreadable']})" if s["unreadable"] else ""
                 times = f", {s['firstTime']} .. {s['lastTime']}" if s["firstTime"] else ""
                 out.append(f"  {kind[:-1]} {s['file']}: {span}, {s['batches']} batches, {s['records']} records, "
                            f"{s['bytes']} bytes{times}{bad}")
@@ -115,12 +127,16 @@ def _text(report: dict) -> str:
             counts = Counter(s["why"] for s in r["skipped"])
             out.append("  skipped: " + "; ".join(f"{n} {why}" for why, n in counts.most_common()))
         out.extend(f"  problem: {p}" for p in r["problems"])
+        out.extend(f"  unreadable: {u['file']}: {u['why']}" for u in r["unreadable"])
     for c in report["clusters"]:
         if len(c["nodes"]) < 2:
             continue
-        out.append(f"cluster {c['clusterId']}: nodes {c['nodes']}, newest copy: node {c['newest']}")
+        out.append(f"cluster {c['clusterId']}: nodes {c['nodes']}, the copy Raft would trust (last batch's "
+                   f"leader epoch, then end offset): node {c['newest']}")
         for d in c["divergence"]:
             where = f"diverges at offset {d['offset']}: {d['detail']}" if d["offset"] is not None else d["detail"]
+            if not d["sameLog"]:
+                where += " (no batch in common: another log under the same cluster id, kept apart)"
             out.append(f"  {d['node']} vs {d['reference']}: {where}")
     return "\n".join(out)
 
@@ -136,5 +152,8 @@ def run(args) -> int:
               f"{args.path}", file=sys.stderr)
         return 1
     print(json.dumps(report, indent=2) if args.format == "json" else _text(report))
-    ok = all(r["clean"] and r["rebuildable"] for r in report["nodes"])
+    for r in report["nodes"]:
+        for u in r["unreadable"]:
+            print(f"kraftlog: {u['file']}: cannot read: {u['why']}", file=sys.stderr)
+    ok = all(r["clean"] and r["rebuildable"] and not r["unreadable"] for r in report["nodes"])
     return 0 if ok else 1

@@ -6,17 +6,21 @@ import sys
 from importlib import import_module
 
 from kraftlog import __version__
-from kraftlog.files.paths import LogFile, classify, log_files_under
 from kraftlog.files.reader import DEFAULT_MAX_BATCH_BYTES, Limits
 from kraftlog.wire.codecs import DEFAULT_MAX_DECOMPRESSED
 from kraftlog.wire.crc import IMPLEMENTATION as CRC_IMPLEMENTATION
 
 #: Subcommand modules of ``kraftlog.cli``; each has ``add_parser(subparsers)`` and ``run(args) -> int``.
-COMMANDS = ["dump", "inspect", "replay", "metadata", "diff", "history", "report", "generate"]
+COMMANDS = ["dump", "inspect", "replay", "metadata", "diff", "history", "report", "generate", "partitions", "quorum",
+            "shell"]
 
 
 class UsageError(Exception):
     """A problem with the command line, reported with exit code 2."""
+
+
+class Refused(Exception):
+    """An answer the input cannot give truthfully (damaged, missing, or not there), exit code 1."""
 
 
 def parse_size(text: str) -> int:
@@ -27,24 +31,6 @@ def parse_size(text: str) -> int:
         return int(float(t[:-1] if t[-1:] in units else t) * mult)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 8MiB, 65536)") from None
-
-
-def expand_paths(paths: list[str]) -> list[LogFile]:
-    """Files as given; directories walked for segments and checkpoints in offset order."""
-    out: list[LogFile] = []
-    for p in paths:
-        if os.path.isdir(p):
-            found = log_files_under(p)
-            if not found:
-                print(f"kraftlog: no segments or checkpoints under {p}", file=sys.stderr)
-            out.extend(found)
-        elif os.path.isfile(p):
-            out.append(classify(p))
-        else:
-            raise UsageError(f"no such file or directory: {p}")
-    if not out:
-        raise UsageError("no segments or checkpoints to read in " + ", ".join(paths))
-    return out
 
 
 def add_limits(p: argparse.ArgumentParser) -> None:
@@ -85,13 +71,26 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         print(f"kraftlog: {e}", file=sys.stderr)
         return 2
+    except Refused as e:
+        print(f"kraftlog: {e}", file=sys.stderr)
+        return 1
     except BrokenPipeError:
         # the reader of our output went away (e.g. `| head`): not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except KeyboardInterrupt:
         return 130
+    except OSError as e:
+        # a file the command needed could not be opened or read (permission denied, a directory where
+        # a file should be, an I/O error): one line naming it, exit 1; commands that can go on without
+        # it catch this themselves
+        print(f"kraftlog: {e.filename}: {e.strerror}" if e.filename else f"kraftlog: {e}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # run as ``python -m``: the subcommands import this module as ``kraftlog.cli.main``, and only
+    # that module's UsageError and Refused are the ones they raise
+    from kraftlog.cli import main as imported
+
+    sys.exit(imported.main())

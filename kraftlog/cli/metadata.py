@@ -19,5 +19,10 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     built = target.state_at(args, args.offset, args.time)
-    print(json.dumps(metadata_response(built.image, args.listener), indent=2))
+    response = metadata_response(built.image, args.listener)
+    print(json.dumps(response, indent=2))
+    registered = built.image.brokers.registrations
+    if not response["brokers"] and registered:
+        built.notes.append(f"no broker is listed: each of the {len(registered)} registered brokers is fenced "
+                           f"(or has no such listener) at that point")
     return target.report(built)

@@ -41,11 +41,11 @@ def on_terminal(streams_stdout: bool) -> bool:
     return not (streams_stdout and sys.stdout.isatty())
 
 
-def log_file_sizes(paths: Iterable[str]) -> dict[str, int]:
+def log_file_sizes(paths: Iterable[str], all_partitions: bool = False) -> dict[str, int]:
     """Real path -> size of every segment and checkpoint the command may read under ``paths``."""
     files = []
     for p in paths:
-        files += log_files_under(p) if os.path.isdir(p) else [classify(p)] if os.path.isfile(p) else []
+        files += log_files_under(p, all_partitions) if os.path.isdir(p) else [classify(p)] if os.path.isfile(p) else []
     return {os.path.realpath(f.path): f.path.stat().st_size for f in files if f.kind != "other"}
 
 
@@ -198,7 +198,7 @@ def shown(attr: str, *, streams_stdout: bool = False) -> Callable:
                 return run(args, *rest, **kw)
             paths = getattr(args, attr)
             paths = [paths] if isinstance(paths, str) else list(paths)
-            with Bar(log_file_sizes(paths), f"kraftlog {args.command}"):
+            with Bar(log_file_sizes(paths, getattr(args, "all_partitions", False)), f"kraftlog {args.command}"):
                 return run(args, *rest, **kw)
         return run_with_bar
     return wrap

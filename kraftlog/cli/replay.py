@@ -12,7 +12,9 @@ def add_parser(sub) -> None:
         description="Replay the metadata log to a point and print the cluster image: features, brokers, "
         "controllers, topics and partitions, configs, quotas, ACLs, SCRAM (redacted), delegation tokens, "
         "producer ids. A single .checkpoint file as PATH gives the state it holds. How the state was "
-        "reached and any problems go to stderr; exit 1 when there were problems.")
+        "reached and any problems go to stderr; exit 1 when there were problems. A point the log on disk cannot "
+        "answer (before anything on disk, or in a gap a later snapshot proves) is refused: exit 1, "
+        "nothing on stdout.")
     target.add_node_args(p)
     target.add_point_args(p, required=False)
     p.add_argument("--format", choices=["json", "tree"], default="json")

@@ -8,10 +8,12 @@ from kraftlog.files.paths import read_by
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
-        "report", help="write an HTML timeline report of a node's log (controller, brokers, partitions, ...)",
-        description="Walk a node's metadata log once, replaying it, and write one HTML file with the "
-        "charts a responder needs: controller leadership and Raft epochs, broker lanes, partition leader "
-        "changes and ISR size, ISR storms, topics, config and ACL changes, feature levels and the log's "
+        "report", help="write an HTML timeline report of the cluster's log (controller, brokers, partitions, ...)",
+        description="Walk the metadata log (every copy under PATH assembled, or one node's with --node) once, "
+        "replaying it, and write one HTML file with the charts a responder needs: controller leadership and Raft "
+        "epochs, broker lanes, partition health (offline, leader on a fenced broker, under min ISR, "
+        "under-replicated, ELR; over time and at the end), partition leader changes and ISR size, ISR storms, "
+        "topics, config and ACL changes, feature levels and the log's "
         "composition. The file needs no network to view; times are UTC and hovering a mark shows its "
         "offset. Exit 1 when the log had problems (the report lists them).")
     target.add_node_args(p)
@@ -24,6 +26,7 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     from kraftlog.report import collect, write_report
     from kraftlog.report.collect import MAX_BUCKETS
+    from kraftlog.state.rebuild import on_disk
 
     if args.buckets is not None and args.buckets < 10:
         raise main.UsageError("--buckets must be at least 10")
@@ -31,8 +34,11 @@ def run(args) -> int:
         raise main.UsageError(f"--output {args.output} is inside the input {given} (or its log dir); "
                               "reading never writes into an input")
     limits = main.limits_of(args)
-    node = target.pick_node(args.path, args.node, limits)
-    model = collect(node, limits=limits, max_buckets=args.buckets or MAX_BUCKETS, redact=not args.no_redact)
+    log = target.open_log(args)
+    if not log.pieces and not log.snapshots:
+        raise main.Refused(f"nothing to report: {on_disk(log)}")
+    model = collect(log, limits=limits, max_buckets=args.buckets or MAX_BUCKETS, redact=not args.no_redact,
+                    apply_invalid=args.apply_invalid)
     size = write_report(model, args.output)
     print(f"kraftlog: wrote {args.output} ({size / 2**20:.1f} MiB): offsets {model.first_offset}..{model.last_offset}, "
           f"{model.records:,} records from {model.base}", file=sys.stderr)

@@ -58,10 +58,12 @@ class FileScan:
     skipped_bytes: int = 0
     regions: list[Region] = field(default_factory=list)
     discontinuities: list[tuple[int, int]] = field(default_factory=list)  # (expected, found)
+    unreadable: str | None = None  # why the file could not be opened or read to its end
 
     @property
     def clean(self) -> bool:
-        return not self.invalid_batches and not self.skipped_bytes and not self.discontinuities
+        return (not self.invalid_batches and not self.skipped_bytes and not self.discontinuities
+                and self.unreadable is None)
 
 
 @dataclass(slots=True)
@@ -79,6 +81,7 @@ class NodeDir:
     partition_metadata: dict[str, str] | None = None
     skipped: list[tuple[Path, str]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    unreadable: list[tuple[Path, str]] = field(default_factory=list)  # files that could not be read, and why
 
     @property
     def cluster_id(self) -> str | None:
@@ -159,38 +162,52 @@ def find_nodes(path: str | os.PathLike) -> list[NodeDir]:
 
 
 def load_node(log_dir: Path, metadata_dir: Path | None) -> NodeDir:
+    """One copy's files; a file that cannot be read is a problem of the node (one line naming it and
+    why), never an exception."""
     node = NodeDir(log_dir, metadata_dir)
+
+    def read(path: Path, parse):
+        try:
+            return parse(path)
+        except OSError as e:
+            node.unreadable.append((path, e.strerror or str(e)))
+            return None
+
     if (log_dir / "meta.properties").is_file():
-        node.meta = read_meta_properties(log_dir / "meta.properties")
+        node.meta = read(log_dir / "meta.properties", read_meta_properties)
     else:
         node.problems.append("no meta.properties: cluster and node id unknown")
     if (log_dir / BOOTSTRAP).is_file():
         node.bootstrap = classify(log_dir / BOOTSTRAP)
     if metadata_dir is None:
         return node
-    for p in sorted(metadata_dir.iterdir()):
+    listing = read(metadata_dir, lambda d: sorted(d.iterdir()))
+    for p in listing or []:
+        lf = classify(p)
         if not p.is_file():
             node.skipped.append((p, "not a file"))
+            if lf.kind != "other":
+                node.unreadable.append((p, f"a directory where a {lf.kind} should be"))
             continue
-        lf = classify(p)
         if lf.kind == "segment":
             node.segments.append(lf)
         elif lf.kind == "snapshot":
             node.snapshots.append(lf)
         elif p.name == "quorum-state":
+            text = read(p, Path.read_text)
             try:
-                state = json.loads(p.read_text())
+                state = json.loads(text) if text is not None else None
             except (ValueError, RecursionError) as e:  # RecursionError: nesting too deep
                 node.problems.append(f"quorum-state is not JSON: {e}")
             else:
                 if isinstance(state, dict):
                     node.quorum_state = state
-                else:
+                elif text is not None:
                     node.problems.append(f"quorum-state is JSON but not an object: {type(state).__name__}")
         elif p.name == "leader-epoch-checkpoint":
-            node.leader_epochs = read_leader_epoch_checkpoint(p)
+            node.leader_epochs = read(p, read_leader_epoch_checkpoint) or []
         elif p.name == "partition.metadata":
-            node.partition_metadata = _properties(p.read_text(errors="replace"))
+            node.partition_metadata = read(p, lambda f: _properties(f.read_text(errors="replace")))
         else:
             why = next((w for s, w in SKIPPED_SUFFIXES.items() if p.name.endswith(s)), "not a Kafka log file")
             node.skipped.append((p, why))
@@ -200,27 +217,32 @@ def load_node(log_dir: Path, metadata_dir: Path | None) -> NodeDir:
 
 
 def scan_file(lf: LogFile, limits: Limits = Limits()) -> FileScan:
-    """Walk a file's batch headers: offsets, timestamps, epochs, CRCs, reported regions."""
-    s = FileScan(lf, bytes=lf.path.stat().st_size)
+    """Walk a file's batch headers: offsets, timestamps, epochs, CRCs, reported regions; a file that
+    cannot be opened or read to its end says why in ``unreadable``."""
+    s = FileScan(lf)
     expected = None
     lo = hi = None
-    for item in read_log_file(lf.path, limits, records=False):
-        if isinstance(item, Region):
-            s.regions.append(item)
-            s.skipped_bytes += item.length
-            continue
-        s.batches += 1
-        s.batch_bytes += item.size
-        s.records += max(item.records_count, 0)
-        s.invalid_batches += not item.is_valid
-        if expected is not None and item.base_offset != expected:
-            s.discontinuities.append((expected, item.base_offset))
-        expected = item.last_offset + 1
-        if s.first_offset is None:
-            s.first_offset, s.first_timestamp = item.base_offset, item.max_timestamp
-        s.last_offset, s.last_timestamp = item.last_offset, item.max_timestamp
-        epoch = item.partition_leader_epoch
-        lo = epoch if lo is None else min(lo, epoch)
-        hi = epoch if hi is None else max(hi, epoch)
+    try:
+        s.bytes = lf.path.stat().st_size
+        for item in read_log_file(lf.path, limits, records=False):
+            if isinstance(item, Region):
+                s.regions.append(item)
+                s.skipped_bytes += item.length
+                continue
+            s.batches += 1
+            s.batch_bytes += item.size
+            s.records += max(item.records_count, 0)
+            s.invalid_batches += not item.is_valid
+            if expected is not None and item.base_offset != expected:
+                s.discontinuities.append((expected, item.base_offset))
+            expected = item.last_offset + 1
+            if s.first_offset is None:
+                s.first_offset, s.first_timestamp = item.base_offset, item.max_timestamp
+            s.last_offset, s.last_timestamp = item.last_offset, item.max_timestamp
+            epoch = item.partition_leader_epoch
+            lo = epoch if lo is None else min(lo, epoch)
+            hi = epoch if hi is None else max(hi, epoch)
+    except OSError as e:
+        s.unreadable = e.strerror or str(e)
     s.epochs = None if lo is None else (lo, hi)
     return s

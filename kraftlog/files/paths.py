@@ -9,6 +9,9 @@ SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
 CHECKPOINT_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 BOOTSTRAP = "bootstrap.checkpoint"
 METADATA_DIR_RE = re.compile(r"^__cluster_metadata-\d+$")
+#: A partition's folder, as Kafka's ``LocalLog`` names it: ``<topic>-<partition>``, and the same with
+#: ``.<uuid>-delete`` / ``-future`` / ``-stray`` while it is being deleted, moved or found stray.
+PARTITION_DIR_RE = re.compile(r"^.+-\d+(\.[0-9a-f]{32}-(delete|future|stray))?$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,14 +43,37 @@ def classify(path: str | os.PathLike) -> LogFile:
     return LogFile(p, "other", 0)
 
 
-def log_files_under(root: str | os.PathLike) -> list[LogFile]:
+def is_data_partition_dir(path: Path) -> bool:
+    """A partition folder of a topic other than the metadata log: named like one, and holding files
+    only (a log dir named ``broker-1`` holds ``meta.properties`` or folders)."""
+    if not PARTITION_DIR_RE.match(path.name) or METADATA_DIR_RE.match(path.name):
+        return False
+    try:
+        with os.scandir(path) as entries:
+            return all(e.name != "meta.properties" and not e.is_dir() for e in entries)
+    except OSError:
+        return False  # walked, so that what cannot be read is said where it is read
+
+
+def log_files_under(root: str | os.PathLike, all_partitions: bool = False,
+                    left_out: list[Path] | None = None, unreadable: list[OSError] | None = None) -> list[LogFile]:
     """Segments and checkpoints below ``root``: per directory the bootstrap snapshot first, then
     snapshots and segments in offset order (a snapshot ending at O sorts before the segment
-    starting at O)."""
+    starting at O); a folder named like one of them is listed too. Data partitions' folders below ``root`` are not walked unless ``all_partitions``
+    (``root`` itself always is); those left out are appended to ``left_out``, and the folders that
+    could not be listed to ``unreadable``."""
     found = []
-    for dirpath, dirnames, filenames in os.walk(root):
+    for dirpath, dirnames, filenames in os.walk(root, onerror=None if unreadable is None else unreadable.append):
         dirnames.sort()
-        files = [classify(Path(dirpath) / n) for n in filenames]
+        if not all_partitions:
+            for d in [d for d in dirnames if is_data_partition_dir(Path(dirpath) / d)]:
+                dirnames.remove(d)
+                if left_out is not None:
+                    left_out.append(Path(dirpath) / d)
+        misnamed = [d for d in dirnames if classify(d).kind != "other"]  # a folder named like a log file
+        for d in misnamed:
+            dirnames.remove(d)  # listed, so that reading it says it is no file
+        files = [classify(Path(dirpath) / n) for n in [*filenames, *misnamed]]
         files = [f for f in files if f.kind != "other"]
         order = {"bootstrap": 0, "snapshot": 1, "segment": 2}
         files.sort(key=lambda f: (f.kind != "bootstrap", f.offset, order[f.kind], f.epoch))

@@ -8,19 +8,22 @@ metadata transaction change nothing, and those of a committed one count when it 
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
+from kraftlog.files.copies import Log
 from kraftlog.files.logdir import NodeDir
 from kraftlog.files.reader import Limits
 from kraftlog.files.records import Entry, ReadProblems
 from kraftlog.report.model import (
+    HEALTH,
     BrokerLane,
     Bucket,
     Capped,
     Cell,
     Epoch,
     Event,
+    Health,
+    PartitionHealth,
     PartitionTrack,
     Timeline,
     next_width,
@@ -28,52 +31,47 @@ from kraftlog.report.model import (
 from kraftlog.schema.entity import ACL_RESOURCE_TYPES
 from kraftlog.schema.redact import REDACTED, is_secret_config
 from kraftlog.state.acls import OPERATIONS, PERMISSION_TYPES
-from kraftlog.state.configs import TOPIC, resource_key
+from kraftlog.state.brokers import broker_state
+from kraftlog.state.configs import BROKER, TOPIC, resource_key
 from kraftlog.state.features import METADATA_VERSION, ZK_MIGRATION_STATES, metadata_version_name
 from kraftlog.state.image import ABORT, END, ClusterImage
 from kraftlog.state.quotas import entity_key, entity_of
-from kraftlog.state.rebuild import log_entries, starting_point
+from kraftlog.state.rebuild import as_log, earliest_base, log_entries, starting_point
 
 #: Most time buckets a report keeps; the page draws one column per bucket.
 MAX_BUCKETS = 240
 #: Transitions kept per broker (first and last halves): a crash-looping broker must not swell the page.
 LANE_EVENTS = 100
 _SCRAM_MECHANISMS = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
+MIN_ISR = "min.insync.replicas"
+#: Kafka's default min.insync.replicas (ServerLogConfigs / TopicConfig); a broker's static
+#: server.properties could set another, and it is not in the log.
+KAFKA_MIN_ISR = 1
 
 
-def collect(node: NodeDir, *, limits: Limits = Limits(), max_buckets: int = MAX_BUCKETS,
-            redact: bool = True) -> Timeline:
-    """The timeline of ``node``'s log from where it starts on disk (offset 0, or the earliest
-    snapshot the log continues from). Secret config values are redacted unless ``redact`` is False."""
+def collect(source: NodeDir | Log, *, limits: Limits = Limits(), max_buckets: int = MAX_BUCKETS,
+            redact: bool = True, apply_invalid: bool = True) -> Timeline:
+    """The timeline of a node's log, or of a log assembled from several copies, from where it starts
+    on disk (offset 0, or the earliest snapshot the log continues from). Secret config values are
+    redacted unless ``redact`` is False; ``apply_invalid=False`` ends the log at a batch failing its CRC."""
     if max_buckets < 1:
         raise ValueError("max_buckets must be at least 1")
+    log = as_log(source)
     problems = ReadProblems()
-    image, start, described = starting_point(node, None, None, earliest_base(node), limits, problems)
-    source = str(node.metadata_dir or node.log_dir)
-    model = Timeline(source, node.cluster_id, node.node_id, described)
+    image, start, described = starting_point(log, None, None, earliest_base(log) or "none", limits, problems)
+    where = ", ".join(str(n.metadata_dir or n.log_dir) for n in log.copies)
+    single = len(log.copies) == 1
+    model = Timeline(where, log.cluster_id, log.node.node_id if single else None,
+                     described if single else f"{described}, {log.name}")
     walker = _Walker(model, image, max_buckets, redact)
-    for entry in log_entries(node, start, limits, problems):
+    for entry in log_entries(log, start, limits, problems, apply_invalid):
         walker.add(entry)
+    walker.finish()
     for message in problems.messages + [f"offset {p.offset} {p.type}: {p.message}" for p in image.problems]:
         model.problems.append(message)
     return model
 
 
-def earliest_base(node: NodeDir) -> str | Path:
-    """Replay from offset 0 when the log has it, else from the first snapshot the log continues from."""
-    first = node.segments[0].offset if node.segments else None
-    if first == 0:
-        return "none"
-    later = [s for s in node.snapshots if first is None or s.offset >= first]
-    return later[0].path if later else "none"
-
-
-def broker_state(registration: dict | None) -> str:
-    if registration is None:
-        return "absent"
-    if registration["inControlledShutdown"]:
-        return "shutdown"
-    return "fenced" if registration["fenced"] else "active"
 
 
 class _Walker:
@@ -91,6 +89,11 @@ class _Walker:
         self.seen_names = set(image.topics.id_by_name)
         self.topic_partitions: dict[str, list[tuple[str, int]]] = {}
         self.broker_states: dict[int, str] = {}
+        self.health: dict[tuple[str, int], tuple[bool, ...]] = {}  # partition -> its HEALTH flags
+        self.health_counts = [0] * len(HEALTH)
+        self.led: dict[int, set[tuple[str, int]]] = {}  # broker -> partitions it leads
+        self.leader_of: dict[tuple[str, int], int] = {}
+        self.health_moved = False  # since the last record
         model.start_topics = len(self.topic_names)
         model.start_metadata_version = image.features.levels.get(METADATA_VERSION)
         for tid, topic in image.topics.by_id.items():
@@ -98,6 +101,9 @@ class _Walker:
                 self._track(tid, pid, part, None)
         for bid, registration in image.brokers.registrations.items():
             model.brokers[bid] = BrokerLane(broker_state(registration), Capped(LANE_EVENTS))
+        self._recheck(self._all_partitions())
+        model.start_health = self._counts()
+        self.health_moved = False
         self.before: dict[str, Callable[[dict], Any]] = {
             "CONFIG_RECORD": self._old_config,
             "REMOVE_TOPIC_RECORD": lambda d: self.topic_names.get(d["topicId"]),
@@ -125,6 +131,7 @@ class _Walker:
             "REMOVE_DELEGATION_TOKEN_RECORD": self._token,
             "FEATURE_LEVEL_RECORD": self._feature,
             "ZK_MIGRATION_STATE_RECORD": self._zk_migration,
+            "CLEAR_ELR_RECORD": self._clear_elr,
         }
         self.raft = {"LEADER_CHANGE": self._leader_change, "KRAFT_VOTERS": self._voters,
                      "KRAFT_VERSION": self._kraft_version}
@@ -163,6 +170,8 @@ class _Walker:
             self.pending.clear()
         elif (effect := self.effects.get(kind)) is not None:
             effect(e, rec.data, old)
+        if self.health_moved:
+            self._health_moved(e)
 
     def _count(self, ts: int, offset: int, kind: str) -> None:
         if ts <= 0:
@@ -207,6 +216,9 @@ class _Walker:
         if self.epoch is not None:
             self.epoch.leader = data["leaderId"]
             self.epoch.voters = ", ".join(str(v["voterId"]) for v in data.get("voters") or [])
+        configs = self.image.configs.resources
+        if any(t == BROKER and name and MIN_ISR in c for (t, name), c in configs.items()):
+            self._recheck(self._all_partitions())  # min ISR may come from the new active controller's config
 
     def _voters(self, e: Entry, data: dict) -> None:
         voters = ", ".join(str(v["voterId"]) for v in data["voters"])
@@ -233,6 +245,7 @@ class _Walker:
         part = topic["partitions"].get(pid) if topic else None
         if part is None:
             return
+        self._set_health((tid, pid), part)
         track = self.model.partitions.get((tid, pid))
         if track is None or track.removed_time is not None:
             self._track(tid, pid, part, e.timestamp)
@@ -283,9 +296,97 @@ class _Walker:
         tid = data["topicId"]
         for key in self.topic_partitions.pop(tid, []):
             self.model.partitions[key].removed_time = e.timestamp
+            self._set_health(key, None)
         self.model.topic_events.append(Event(e.offset, e.timestamp, "deleted", name or tid,
                                              f"topic id {tid}; its partitions and configs go with it",
                                              len(self.image.topics.by_id)))
+
+    def _clear_elr(self, e: Entry, data: dict, old: Any) -> None:
+        name = data.get("topicName", "")
+        self._recheck(self._topic_keys(name) if name else self._all_partitions())
+
+    # -- partition health ----------------------------------------------------------------------
+
+    def _all_partitions(self) -> list[tuple[str, int]]:
+        return [(tid, pid) for tid, topic in self.image.topics.by_id.items() for pid in topic["partitions"]]
+
+    def _topic_keys(self, name: str) -> list[tuple[str, int]]:
+        tid = self.image.topics.id_by_name.get(name)
+        return [(tid, pid) for pid in self.image.topics.by_id[tid]["partitions"]] if tid is not None else []
+
+    def min_isr(self, topic_name: str) -> int:
+        """min.insync.replicas as Kafka's controller resolves it (ConfigurationControlManager.getTopicConfig):
+        the topic's config, the active controller's node config, the cluster default, then the static
+        config, which the log does not hold: Kafka's default stands in for it."""
+        configs = self.image.configs.resources
+        leader = self.epoch.leader if self.epoch is not None else -1
+        for key in ((TOPIC, topic_name), (BROKER, str(leader)) if leader >= 0 else None, (BROKER, "")):
+            value = configs.get(key, {}).get(MIN_ISR) if key else None
+            if value is not None and value.strip().isdigit():
+                return int(value)
+        return KAFKA_MIN_ISR
+
+    def _flags(self, tid: str, part: dict) -> tuple[bool, ...]:
+        leader, isr = part["leader"], part["isr"]
+        registration = self.image.brokers.registrations.get(leader) if leader >= 0 else None
+        return (leader < 0, leader >= 0 and (registration is None or registration["fenced"]),
+                len(isr) < self.min_isr(self.topic_names.get(tid, "")), len(isr) < len(part["replicas"]),
+                bool(part["eligibleLeaderReplicas"]))
+
+    def _set_health(self, key: tuple[str, int], part: dict | None) -> None:
+        """Move the partition's counts to its new flags (``None``: it is gone)."""
+        flags = None if part is None else self._flags(key[0], part)
+        old = self.health.get(key)
+        was = self.leader_of.pop(key, None)
+        if was is not None:
+            self.led[was].discard(key)
+        if part is not None and part["leader"] >= 0:
+            self.leader_of[key] = part["leader"]
+            self.led.setdefault(part["leader"], set()).add(key)
+        if flags == old:
+            return
+        for i in range(len(HEALTH)):
+            self.health_counts[i] += (flags[i] if flags else 0) - (old[i] if old else 0)
+        if flags is None:
+            del self.health[key]
+        else:
+            self.health[key] = flags
+        self.health_moved = True
+
+    def _recheck(self, keys) -> None:
+        for tid, pid in list(keys):
+            topic = self.image.topics.by_id.get(tid)
+            part = topic["partitions"].get(pid) if topic else None
+            self._set_health((tid, pid), part)
+
+    def _counts(self) -> Health:
+        return tuple(self.health_counts)
+
+    def _health_moved(self, e: Entry) -> None:
+        self.health_moved = False
+        counts = self._counts()
+        changes = self.model.health_changes
+        if counts == (changes.tail[-1][2] if changes.tail else changes.head[-1][2] if changes.head
+                      else self.model.start_health):
+            return  # partitions moved, not the counts
+        changes.append((e.offset, e.timestamp, counts))
+        bucket = self._bucket(e.timestamp)
+        if bucket is not None:
+            bucket.health_peak = counts if bucket.health_peak is None else tuple(map(max, bucket.health_peak, counts))
+            bucket.health_end = counts
+
+    def finish(self) -> None:
+        """The partitions in each health state at the end of the log."""
+        for state in HEALTH:
+            self.model.end_health[state] = []
+        for (tid, pid), flags in sorted(self.health.items(), key=lambda kv: (self.topic_names.get(kv[0][0], ""), kv[0])):
+            part = self.image.topics.by_id[tid]["partitions"][pid]
+            name = self.topic_names.get(tid, tid)
+            row = PartitionHealth(f"{name}-{pid}", part["leader"], tuple(part["isr"]), len(part["replicas"]),
+                                  self.min_isr(name), tuple(part["eligibleLeaderReplicas"]))
+            for state, flag in zip(HEALTH, flags, strict=True):
+                if flag:
+                    self.model.end_health[state].append(row)
 
     # -- brokers and controllers ---------------------------------------------------------------
 
@@ -297,6 +398,7 @@ class _Walker:
         if lane is None:
             lane = self.model.brokers[bid] = BrokerLane("absent", Capped(LANE_EVENTS))
         registered = e.record.type == "REGISTER_BROKER_RECORD"
+        self._recheck(self.led.get(bid, ()))
         if state == self.broker_states.get(bid, lane.start_state) and not registered:
             return
         self.broker_states[bid] = state
@@ -331,6 +433,9 @@ class _Walker:
             resource += "<default>"
         detail = f"{key}: {self._shown(key, old)} -> {self._shown(key, value)}"
         self._change(e, "config" if value is not None else "config deleted", resource, detail)
+        if key == MIN_ISR:
+            self._recheck(self._topic_keys(data["resourceName"]) if data["resourceType"] == TOPIC
+                          else self._all_partitions())
 
     def _acl(self, e: Entry, data: dict, old: Any) -> None:
         entry = data if e.record.type == "ACCESS_CONTROL_ENTRY_RECORD" else old

@@ -22,6 +22,12 @@ SECTIONS: tuple[tuple[str, str, str, Chart], ...] = (
      "epochs); marks are voter changes and controller registrations.", lanes.controller),
     ("brokers", "Brokers", "Registration, fencing and controlled shutdown, one lane per broker; "
      "ticks are the records that changed it.", lanes.brokers),
+    ("health", "Partition health",
+     "Partitions offline (no leader: Kafka's OfflinePartitionsCount), whose leader is a fenced or unregistered "
+     "broker, under min ISR (min.insync.replicas: the topic's config, the active controller's, the cluster "
+     "default, else Kafka's default 1; a broker's static config is not in the log), under-replicated (ISR "
+     "smaller than the replicas) and with eligible leader replicas (ELR), over time (darker: more at once) and "
+     "at the end of the log.", partitions.health),
     ("partitions", "Partitions: leader changes and ISR size",
      "Cells count leader changes and ISR shrinks/expands per time bucket (red: the ISR fell below the "
      "replica count); the line is the ISR size (top = full); ticks are leader changes.", partitions.heatmap),

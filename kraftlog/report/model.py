@@ -65,9 +65,19 @@ class Event(NamedTuple):
     key: Any = None
 
 
+#: Partition health, worst first: what an incident needs first.
+#: offline: no leader (leader -1), Kafka's OfflinePartitionsCount (controller/metrics/ControllerMetricsChanges.java);
+#: leader unavailable: its leader is a fenced or unregistered broker;
+#: under-replicated: ISR smaller than the replicas; under min ISR: ISR smaller than min.insync.replicas;
+#: ELR: eligible leader replicas recorded (KIP-966: the ISR fell below min ISR).
+HEALTH = ("offline", "leader unavailable", "under min ISR", "under-replicated", "ELR")
+Health = tuple[int, int, int, int, int]  # partitions in each HEALTH state, in that order
+
+
 @dataclass(slots=True)
 class Bucket:
-    """What the log holds in one time slot: records by type and the churn counted there."""
+    """What the log holds in one time slot: records by type, the churn counted there, and the most
+    partitions in each health state at once while it lasted (None: no partition changed health)."""
 
     first_offset: int
     last_offset: int
@@ -76,8 +86,11 @@ class Bucket:
     leader_changes: int = 0
     isr_shrinks: int = 0
     isr_expands: int = 0
+    health_peak: Health | None = None
+    health_end: Health | None = None
 
     def merge(self, other: Bucket) -> None:
+        """``other`` covers the later records (buckets merge in time order)."""
         self.first_offset = min(self.first_offset, other.first_offset)
         self.last_offset = max(self.last_offset, other.last_offset)
         self.records += other.records
@@ -85,6 +98,10 @@ class Bucket:
         self.leader_changes += other.leader_changes
         self.isr_shrinks += other.isr_shrinks
         self.isr_expands += other.isr_expands
+        if other.health_peak is not None:
+            self.health_peak = other.health_peak if self.health_peak is None else \
+                tuple(map(max, self.health_peak, other.health_peak))
+            self.health_end = other.health_end
 
 
 @dataclass(slots=True)
@@ -140,6 +157,17 @@ class PartitionTrack:
         return self.leader_changes + self.shrinks + self.expands
 
 
+class PartitionHealth(NamedTuple):
+    """A partition in a health state at the end of the log, with what put it there."""
+
+    name: str
+    leader: int
+    isr: tuple[int, ...]
+    replicas: int
+    min_isr: int
+    elr: tuple[int, ...]
+
+
 @dataclass(slots=True)
 class Epoch:
     """A Raft epoch of the metadata quorum, from its first batch; ``leader`` from its LeaderChange."""
@@ -186,6 +214,9 @@ class Timeline:
     start_metadata_version: int | None = None
     aborted_records: int = 0
     problems: Capped[str] = field(default_factory=lambda: Capped(100))
+    start_health: Health = (0, 0, 0, 0, 0)
+    health_changes: Capped[tuple[int, int, Health]] = field(default_factory=lambda: Capped(4000))  # offset, time
+    end_health: dict[str, list[PartitionHealth]] = field(default_factory=dict)  # HEALTH name -> partitions
 
     @property
     def time_range(self) -> tuple[int, int] | None:

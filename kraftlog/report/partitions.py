@@ -1,10 +1,12 @@
-"""Partition charts: churn heat map with ISR size and leader changes, ISR storms, topic lifetimes."""
+"""Partition charts: health over time and at the end, churn heat map with ISR size and leader changes,
+ISR storms, topic lifetimes."""
 
 from __future__ import annotations
 
+from html import escape
 from statistics import median
 
-from kraftlog.report.model import PartitionTrack, Timeline
+from kraftlog.report.model import HEALTH, PartitionTrack, Timeline
 from kraftlog.report.svg import LEFT, RIGHT, WIDTH, TimeAxis, duration, el, hover, svg, text, utc
 
 #: Partitions drawn at most, by churn; the rest are counted in the note.
@@ -154,3 +156,64 @@ def topics(m: Timeline, ax: TimeAxis) -> str:
                                  **hover(f"topic {e.subject} {e.kind}\n{e.detail}\noffset {e.offset}, {utc(e.time)}",
                                          e.offset, e.time, css=f"topic {e.kind}", data_topic=e.subject)}))
     return svg(bottom + 30, "".join(parts), "topics")
+
+
+#: Partitions listed per health state in the end-of-log table; the count says how many there are.
+HEALTH_ROWS = 25
+HEALTH_COLORS = ("#d62728", "#f28e2b", "#e15759", "#edc948", "#76b7b2")
+
+
+def _health_stretches(m: Timeline, i: int) -> list[tuple[int, int, int, int]]:
+    """(from ms, to ms, most, at end) for state ``i``: each bucket where counts changed, and the
+    stretch after it up to the next such bucket, which keeps the count it ended with."""
+    out, current = [], m.start_health[i]
+    lo = min(m.buckets) * m.width if m.buckets else 0
+    changed = sorted((idx, b) for idx, b in m.buckets.items() if b.health_peak is not None)
+    edge = lo
+    for idx, b in changed:
+        start = idx * m.width
+        if current and start > edge:
+            out.append((edge, start, current, current))
+        out.append((start, start + m.width, b.health_peak[i], b.health_end[i]))
+        current, edge = b.health_end[i], start + m.width
+    if current and m.buckets:
+        out.append((edge, (max(m.buckets) + 1) * m.width, current, current))
+    return out
+
+
+def health(m: Timeline, ax: TimeAxis) -> str:
+    """One lane per health state over time, then the partitions in each state at the end of the log."""
+    if not m.partitions and not any(m.start_health):
+        return "<p>No partitions in this log.</p>"
+    lane_h, gap, top = 18, 6, 8
+    bottom = top + len(HEALTH) * (lane_h + gap)
+    parts = [ax.grid(top, bottom)]
+    for i, state in enumerate(HEALTH):
+        y = top + i * (lane_h + gap)
+        parts.append(text(LEFT - 8, y + 13, state, class_="lane", text_anchor="end", data_health=state))
+        parts.append(el("line", {"x1": LEFT, "x2": WIDTH - RIGHT, "y1": y + lane_h / 2, "y2": y + lane_h / 2,
+                                 "class": "baseline"}))
+        stretches = _health_stretches(m, i)
+        peak = max((s[2] for s in stretches), default=0) or 1
+        for start, end, most, last in stretches:
+            if not most:
+                continue
+            tip = (f"{state}: {most} partitions at most, {last} at the end of\n{utc(start)} .. {utc(end)}")
+            parts.append(el("rect", {"x": ax.x(start), "y": y, "width": max(ax.x(end) - ax.x(start), 1.5),
+                                     "height": lane_h, "fill": HEALTH_COLORS[i],
+                                     "fill_opacity": round(0.3 + 0.7 * most / peak, 2),
+                                     **hover(tip, css="health", data_health=state, data_most=most)}))
+    return svg(bottom + 30, "".join(parts), "health") + _health_table(m)
+
+
+def _health_table(m: Timeline) -> str:
+    rows = []
+    for state in HEALTH:
+        found = m.end_health.get(state, [])
+        rows.append(f"<tr data-health=\"{escape(state)}\"><th>{escape(state)}</th><td>{len(found)}</td><td>"
+                    + escape(", ".join(f"{p.name} (leader {p.leader}, ISR {list(p.isr)} of {p.replicas}, "
+                                       f"min ISR {p.min_isr}" + (f", ELR {list(p.elr)}" if p.elr else "") + ")"
+                                       for p in found[:HEALTH_ROWS]))
+                    + (f" and {len(found) - HEALTH_ROWS} more" if len(found) > HEALTH_ROWS else "") + "</td></tr>")
+    return ("<table class=health><thead><tr><th>at the end of the log</th><th>partitions</th><th>which</th></tr>"
+            f"</thead><tbody>{''.join(rows)}</tbody></table>")

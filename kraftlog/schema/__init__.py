@@ -11,6 +11,7 @@ from kraftlog.schema.records import (
     decode_metadata,
     encode_metadata,
     encode_record,
+    key_fields,
     message_of,
 )
 from kraftlog.schema.redact import REDACTED, is_secret_config, redact
@@ -31,6 +32,7 @@ __all__ = [
     "encode_record",
     "entity_of",
     "is_secret_config",
+    "key_fields",
     "message_of",
     "redact",
 ]

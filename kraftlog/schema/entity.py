@@ -39,6 +39,7 @@ _FIELDS: dict[int, dict[str, str]] = {
     26: {"resource_name": "tokenId"},                             # RemoveDelegationToken
     27: {"broker_id": "controllerId"},                            # RegisterController: node ids are one space
     28: {"topic_name": "topicName"},                              # ClearElr ("" = every topic)
+    29: {"broker_id": "controllerId"},                            # UnregisterController
 }
 _RESOURCE_TYPES = {10: "DELEGATION_TOKEN", 11: "USER", 12: "FEATURE", 16: "FEATURE", 22: "USER",
                    26: "DELEGATION_TOKEN"}

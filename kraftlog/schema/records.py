@@ -7,11 +7,12 @@ shown, skipped or re-emitted, with an ``error`` that says what is wrong and wher
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from kraftlog.schema.codegen import DECODE_ERRORS, ENCODE_ERRORS, decoder, encoder, locate
-from kraftlog.schema.fields import Message
+from kraftlog.schema.codegen import DECODE_ERRORS, ENCODE_ERRORS, decoder, encoder, locate, uuid_text
+from kraftlog.schema.fields import STRING, UUID, Fixed, Message
 from kraftlog.schema.metadata import BY_API_KEY, BY_TYPE_NAME
 from kraftlog.schema.render import b64, compact_json, jsonable
 from kraftlog.wire.errors import CorruptRecordError
@@ -32,18 +33,21 @@ class MetadataRecord:
     from their defaults, uuids as 22-char text and ``bytes`` fields as bytes. ``unknown_tags`` is
     a tuple (immutable, and no allocation for the usual none). When ``error`` is set, ``data`` is
     empty and ``raw`` holds the value as read (-1 for an api key or version not read).
+    ``decoded_as`` is set when ``version`` is newer than the schema table: ``data`` is the body
+    read at that (highest known) version, and what it added is in ``unknown_tags``.
     """
 
-    __slots__ = ("api_key", "version", "data", "unknown_tags", "error", "raw")
+    __slots__ = ("api_key", "version", "data", "unknown_tags", "error", "raw", "decoded_as")
 
     def __init__(self, api_key: int, version: int, data: dict, unknown_tags: tuple[UnknownTag, ...] = (),
-                 error: str | None = None, raw: bytes = b"") -> None:
+                 error: str | None = None, raw: bytes = b"", decoded_as: int | None = None) -> None:
         self.api_key = api_key
         self.version = version
         self.data = data
         self.unknown_tags = unknown_tags
         self.error = error
         self.raw = raw
+        self.decoded_as = decoded_as
 
     @property
     def type(self) -> str:
@@ -56,6 +60,8 @@ class MetadataRecord:
         if self.error is not None:
             return {"type": self.type, "version": self.version, "error": self.error}
         out = {"type": self.type, "version": self.version, "data": jsonable(self.data)}
+        if self.decoded_as is not None:
+            out["decodedAs"] = self.decoded_as
         if self.unknown_tags:
             out["unknownTaggedFields"] = [{"path": p, "tag": t, "data": b64(raw)} for p, t, raw in self.unknown_tags]
         return out
@@ -64,7 +70,14 @@ class MetadataRecord:
         """What ``kafka-dump-log --cluster-metadata-decoder`` prints after the record header."""
         if self.error is not None:
             return f"payload: Error at {offset}, skipping. {self.error.split(': ', 1)[-1]}"
-        return "payload: " + compact_json({"type": self.type, "version": self.version, "data": self.data})
+        text = "payload: " + compact_json({"type": self.type, "version": self.version, "data": self.data})
+        return text if self.decoded_as is None else f"{text} ({self.newer_note})"
+
+    @property
+    def newer_note(self) -> str:
+        """What a record of a version newer than the schema table was read as (``decoded_as`` set)."""
+        return (f"{BY_API_KEY[self.api_key].name} v{self.version} is newer than kraftlog knows: "
+                f"decoded as v{self.decoded_as}, {len(self.unknown_tags)} unknown tagged field(s) kept raw")
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, MetadataRecord):
@@ -102,18 +115,28 @@ def _read_frame(value: bytes) -> tuple[int, int, int]:
     return parts[1], parts[2], pos
 
 
-_decoders: dict[int, Callable] = {}  # by api_key << 16 | version
+_decoders: dict[int, Callable] = {}  # by api_key << 16 | version, for the versions the table declares
 
 
-def _decoder_for(api_key: int, version: int) -> Callable:
+def _decoder_for(api_key: int, version: int) -> tuple[Callable, int | None]:
+    """The decoder of a version not yet cached, and the version it reads (None: the record's own).
+
+    A version above the highest known is read at the highest known one (every metadata record is
+    flexible from version 0, and Kafka adds fields to a flexible version as tagged fields); the
+    caller keeps it only when the bytes parse to their exact end."""
     message = BY_API_KEY.get(api_key)
     if message is None:
         raise _Rejected(f"UnsupportedVersionException: Unknown metadata id {api_key}")
-    if version not in message.valid_versions:
-        raise _Rejected(f"UnsupportedVersionException: Can't read version {version} of {message.name} "
-                        f"(highest known version is {message.highest_version})")
+    if version > message.highest_version:  # every record's versions start at 0
+        return decoder(message, message.highest_version), message.highest_version
     fn = _decoders[api_key << 16 | version] = decoder(message, version)
-    return fn
+    return fn, None
+
+
+def _newer(api_key: int, version: int, reason: str) -> str:
+    message = BY_API_KEY[api_key]
+    return (f"UnsupportedVersionException: Can't read version {version} of {message.name} (highest known "
+            f"version is {message.highest_version}); read as version {message.highest_version}, {reason}")
 
 
 def decode_metadata(value: bytes) -> MetadataRecord:
@@ -130,20 +153,52 @@ def decode_metadata(value: bytes) -> MetadataRecord:
             api_key, version, pos = value[1], value[2], 3
         else:
             api_key, version, pos = _read_frame(value)
-        fn = _decoders.get(api_key << 16 | version) or _decoder_for(api_key, version)
+        fn = _decoders.get(api_key << 16 | version)
+        decoded_as = None
+        if fn is None:
+            fn, decoded_as = _decoder_for(api_key, version)
         unknown: list[UnknownTag] = []
         data, pos = fn(value, pos, unknown)
     except _Rejected as exc:
         return MetadataRecord(api_key, version, {}, (), str(exc), value)
     except DECODE_ERRORS as exc:
-        name = BY_API_KEY[api_key].name
-        return MetadataRecord(api_key, version, {}, (),
-                              f"MetadataParseException: {name} v{version}: {locate(exc)}", value)
+        error = (f"MetadataParseException: {BY_API_KEY[api_key].name} v{version}: {locate(exc)}"
+                 if decoded_as is None else _newer(api_key, version, locate(exc)))
+        return MetadataRecord(api_key, version, {}, (), error, value)
     if pos != len(value):
-        return MetadataRecord(api_key, version, {}, (),
-                              f"MetadataParseException: Found {len(value) - pos} byte(s) of garbage after "
-                              f"{BY_API_KEY[api_key].name} v{version} (body ends at byte {pos})", value)
-    return MetadataRecord(api_key, version, data, tuple(unknown) if unknown else (), None, value)
+        error = (f"MetadataParseException: Found {len(value) - pos} byte(s) of garbage after "
+                 f"{BY_API_KEY[api_key].name} v{version} (body ends at byte {pos})" if decoded_as is None else
+                 _newer(api_key, version, f"{len(value) - pos} byte(s) are left after its body (ends at byte {pos})"))
+        return MetadataRecord(api_key, version, {}, (), error, value)
+    return MetadataRecord(api_key, version, data, tuple(unknown) if unknown else (), None, value, decoded_as)
+
+
+def key_fields(rec: MetadataRecord) -> dict:
+    """For a record kept raw: the fields that lead its body in every version of its type (untagged,
+    versions ``0+``, fixed-width or strings), read from ``raw`` as far as they parse. These name the
+    entity a replay could not update (a PartitionChangeRecord's partition, a broker id)."""
+    message = BY_API_KEY.get(rec.api_key)
+    out: dict = {}
+    if message is None or not rec.raw:
+        return out
+    try:
+        *_, pos = _read_frame(rec.raw)
+        for f in message.fields:
+            if f.tag is not None or f.versions != "0+" or f.nullable != "none":
+                break
+            if isinstance(f.type, Fixed):
+                (value,) = struct.unpack_from(">" + f.type.code, rec.raw, pos)
+                out[f.json], pos = uuid_text(value) if f.type is UUID else value, pos + f.type.size
+            elif f.type is STRING:
+                n, pos = read_uvarint(rec.raw, pos)
+                if not 0 < n <= len(rec.raw) - pos + 1:
+                    break
+                out[f.json], pos = rec.raw[pos:pos + n - 1].decode(), pos + n - 1
+            else:
+                break
+    except (_Rejected, struct.error, CorruptRecordError, UnicodeDecodeError):
+        pass
+    return out
 
 
 def message_of(type_or_api_key: int | str) -> Message:
@@ -181,5 +236,7 @@ def encode_metadata(type_or_api_key: int | str, version: int, data: dict[str, An
 def encode_record(rec: MetadataRecord) -> bytes:
     """Re-encode a decoded record, unknown tagged fields included (byte-identical for Kafka's values)."""
     if rec.error is not None:
+        return rec.raw
+    if rec.decoded_as is not None:  # the table cannot write the newer version: it is re-emitted as read
         return rec.raw
     return encode_metadata(rec.api_key, rec.version, rec.data, rec.unknown_tags)

@@ -62,4 +62,4 @@ def redact(rec: MetadataRecord | ControlRecord) -> MetadataRecord | ControlRecor
     data = copy.deepcopy(rec.data)
     for key in secrets:
         data[key] = REDACTED
-    return MetadataRecord(rec.api_key, rec.version, data, (), None, b"")
+    return MetadataRecord(rec.api_key, rec.version, data, (), None, b"", rec.decoded_as)

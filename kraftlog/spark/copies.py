@@ -1,7 +1,7 @@
 """One row per (cluster, offset) out of several nodes' copies of a log, and where the copies disagree.
 
-Copies are ranked the way Raft compares logs: the leader epoch of the last batch, then the last
-offset. The best copy supplies every offset it holds; another copy supplies only offsets no better
+Copies are ranked the way Raft compares logs (``files.copies.copy_order``, the rule the CLI uses
+too): the leader epoch of the last batch, then the last offset. The best copy supplies every offset it holds; another copy supplies only offsets no better
 copy holds, and nothing from the first offset where it disagrees with the copy chosen there (an
 uncommitted tail, which a follower would truncate). Copies are compared by digests of blocks of
 offsets (``decode.BLOCK_OFFSETS``); only blocks whose digests differ are compared offset by offset.
@@ -24,6 +24,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from kraftlog.files.copies import copy_order, minus
 from kraftlog.files.logdir import read_leader_epoch_checkpoint
 from kraftlog.spark.decode import BLOCK_OFFSETS
 from kraftlog.spark.discover import Inventory
@@ -69,8 +70,7 @@ def ranks(inv: Inventory, files: dict[int, FileSummary]) -> dict[int, int]:
     for c in inv.copies:
         by_cluster[c.cluster_id].append(c)
     for copies in by_cluster.values():
-        copies.sort(key=lambda c: (*(-x for x in newest.get(c.copy_id, (-1, -1))),
-                                   c.node_id if c.node_id is not None else 1 << 31, c.log_dir))
+        copies.sort(key=lambda c: copy_order(*newest.get(c.copy_id, (None, None)), c.node_id, c.log_dir))
         out.update((c.copy_id, i) for i, c in enumerate(copies))
     return out
 
@@ -162,18 +162,27 @@ def cuts(divergent: DataFrame) -> dict[int, int]:
     return {r.copy_id: r.cut for r in rows}
 
 
-def _minus(lo: int, hi: int, taken: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """[lo, hi] without the (sorted, disjoint) intervals already taken."""
-    out = []
-    for a, b in taken:
-        if b < lo or a > hi:
+def unrelated(inv: Inventory, files: dict[int, FileSummary], rank: dict[int, int],
+              cut: dict[int, int]) -> dict[int, str]:
+    """Copy id -> why it is another log than its cluster's best copy: it differs from it at the
+    first offset both hold (no batch in common), as two clusters that share a cluster id do. Such a
+    copy is kept apart: it supplies no offset and no snapshot."""
+    runs: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for f in inv.readable:
+        if f.kind == "segment" and f.file_id in files:
+            runs[f.copy_id] += files[f.file_id].runs
+    best = {c.cluster_id: c for c in inv.copies if rank[c.copy_id] == 0}
+    out = {}
+    for c in inv.copies:
+        ref = best[c.cluster_id]
+        if c.copy_id not in cut or c is ref:
             continue
-        if a > lo:
-            out.append((lo, a - 1))
-        lo = max(lo, b + 1)
-        if lo > hi:
-            return out
-    out.append((lo, hi))
+        common = [max(a, x) for a, b in runs[c.copy_id] for x, y in runs[ref.copy_id] if max(a, x) <= min(b, y)]
+        if common and cut[c.copy_id] <= min(common):
+            same = " and the same node id" if c.node_id == ref.node_id else ""
+            out[c.copy_id] = (f"another log than node {ref.node_id} ({ref.log_dir}) under the same cluster id{same}: "
+                              f"they differ from the first offset both hold ({min(common)}); kept apart, it "
+                              f"supplies nothing")
     return out
 
 
@@ -191,7 +200,7 @@ def suppliers(inv: Inventory, files: dict[int, FileSummary], rank: dict[int, int
         held = taken[copy.cluster_id]
         for f in sorted(segments[copy.copy_id], key=lambda f: f.name_offset):
             for lo, hi in files[f.file_id].runs:
-                for a, b in _minus(lo, min(hi, limit), held):
+                for a, b in minus(lo, min(hi, limit), held):
                     out.append((f.file_id, a, b))
                     held.append((a, b))
                     held.sort()

@@ -23,7 +23,7 @@ class FileEntry(NamedTuple):
     node_id: int | None
     log_dir: str
     file: str
-    kind: str  # segment | snapshot | bootstrap | skipped
+    kind: str  # segment | snapshot | bootstrap | skipped | unreadable (skip_reason says why)
     name_offset: int | None  # segment base offset, snapshot end offset (from the file name)
     name_epoch: int | None  # snapshot epoch
     bytes: int
@@ -74,6 +74,16 @@ def local_path(path: str) -> str:
     return str(Path(path).absolute())
 
 
+def cannot_open(path: Path) -> str | None:
+    """Why the driver cannot open ``path`` (permission denied, an I/O error), or None: such a file is
+    a ``problems`` row of kind ``unreadable``, not a failed task."""
+    try:
+        with open(path, "rb"):
+            return None
+    except OSError as e:
+        return e.strerror or str(e)
+
+
 def cluster_of(node: NodeDir) -> str:
     """The cluster id; a copy without ``meta.properties`` is a cluster of its own."""
     return node.cluster_id or f"unknown:{node.log_dir.absolute()}"
@@ -112,8 +122,12 @@ def discover(inputs: list[str]) -> Inventory:
                 inv.files.append(FileEntry(len(inv.files), copy.copy_id, copy.cluster_id, copy.node_id,
                                            copy.log_dir, str(path.absolute()), kind, offset, epoch, size, why))
 
+            unreadable = dict(node.unreadable)
             for lf in [*([node.bootstrap] if node.bootstrap else []), *node.snapshots, *node.segments]:
-                add(lf.path, lf.kind, lf.offset, lf.epoch, None)
+                why = cannot_open(lf.path)
+                add(lf.path, lf.kind if why is None else "unreadable", lf.offset, lf.epoch, why)
             for path, why in node.skipped:
-                add(path, "skipped", None, None, why)
+                add(path, "skipped" if path not in unreadable else "unreadable", None, None, unreadable.pop(path, why))
+            for path, why in unreadable.items():
+                add(path, "unreadable", None, None, why)
     return inv

@@ -73,12 +73,13 @@ class Stages:
             self.seconds[name] = round(self.seconds.get(name, 0) + time.perf_counter() - start, 3)
 
 
-def _snapshots(inv: Inventory, summary: dict, rank: dict[int, int]) -> dict[str, list[Snapshot]]:
-    """Each cluster's clean snapshots, one per end offset (from the best-ranked copy holding it)."""
+def _snapshots(inv: Inventory, summary: dict, rank: dict[int, int], apart: set[int]) -> dict[str, list[Snapshot]]:
+    """Each cluster's clean snapshots, one per end offset (from the best-ranked copy holding it; none
+    from a copy ``apart``, another log under the same cluster id)."""
     best: dict[tuple[str, int], tuple[int, Snapshot]] = {}
     for f in inv.readable:
         s = summary.get(f.file_id)
-        if f.kind != "snapshot" or s is None or not s.clean or not s.batches:
+        if f.kind != "snapshot" or s is None or not s.clean or not s.batches or f.copy_id in apart:
             continue
         candidate = (rank[f.copy_id], Snapshot(f.name_offset, f.file_id, s.snapshot_timestamp))
         key = (f.cluster_id, f.name_offset)
@@ -204,9 +205,12 @@ def run(spark: SparkSession, opts: Options) -> dict:
             else:  # no query when every block that several copies hold agrees
                 out.empty("divergence", copies.DIVERGENCE)
                 cut = {}
+            apart = copies.unrelated(inv, summary, rank, cut)
+            inv.problems += apart.items()
+            cut |= dict.fromkeys(apart, -1)
             supplied = copies.suppliers(inv, summary, rank, cut)
             want = copies.wanted(supplied)
-            snaps = _snapshots(inv, summary, rank)
+            snaps = _snapshots(inv, summary, rank, set(apart))
             plans = _plans(inv, supplied, snaps)
             buckets = _buckets(spark, summary)
         with stages("decode"):  # the segments of other copies, where they supply offsets

@@ -18,9 +18,16 @@ partition that does not exist, a malformed or out-of-range field, a ClearElrReco
 gap's offset, two resets at one offset) is left to ``fold``'s record-by-record replay, whole: this
 module only takes what it can fold to the same rows, and ``tests/test_spark_partition_fold.py``
 holds the two side by side.
+
+What each field does comes from the state layer's tables (``PARTITION_RECORD``,
+``PARTITION_CHANGE_RECORD``): the lists, placement fields and defaults are read from them. The
+fold is built for their rules as they stand (lists replaced when not null, the leader's sentinel
+that bumps the leader epoch, the recovery state's sentinel, placement); a record carrying a field
+the tables do not name, or one whose rule is not among those, goes to the record-by-record fold.
 """
 
 import json
+import re
 
 import numpy as np
 import pyarrow as pa
@@ -30,9 +37,16 @@ from kraftlog.spark.fold import SNAPSHOT, Entity
 from kraftlog.spark.plan import GAP, SEED, Reset
 from kraftlog.state.problems import ReplayProblem
 from kraftlog.state.topics import (
+    ALWAYS_BUMPS,
+    KEY,
     LEADER_RECOVERY_STATES,
-    NO_LEADER_CHANGE,
-    NO_RECOVERY_STATE_CHANGE,
+    PARTITION_CHANGE_RECORD,
+    PARTITION_RECORD,
+    PLACEMENT,
+    REPLACE,
+    REQUIRED,
+    Init,
+    Merge,
     new_partition,
     placement,
 )
@@ -42,11 +56,52 @@ TOPIC, REMOVE, PARTITION, CHANGE, SEEDED, GAPPED = range(6)
 _RESETS = {SEED: (SNAPSHOT, SEEDED), GAP: (GAP, GAPPED)}
 _KINDS = {"TOPIC_RECORD": TOPIC, "REMOVE_TOPIC_RECORD": REMOVE, "PARTITION_RECORD": PARTITION,
           "PARTITION_CHANGE_RECORD": CHANGE, **dict(_RESETS.values())}
-#: List fields replaced when present: (JSON name, its PartitionRecord default when absent).
-_LISTS = (("isr", None), ("addingReplicas", ()), ("removingReplicas", ()), ("eligibleLeaderReplicas", ()),
-          ("lastKnownElr", ()))
-_NULL_IS_EMPTY = {"eligibleLeaderReplicas", "lastKnownElr"}  # ``new_partition`` reads these with ``or []``
+
+#: The two sentinel fields this fold is built for, with the rules it folds them by.
+_LEADER, _RECOVERY = "leader", "leaderRecoveryState"
+_FOLDED_SENTINELS = {
+    _LEADER: (Merge("sentinel", "leader", PARTITION_CHANGE_RECORD[_LEADER].unchanged, bumps="leaderEpoch"),
+              Init("sentinel", "leader")),
+    _RECOVERY: (Merge("sentinel", "leaderRecoveryState", PARTITION_CHANGE_RECORD[_RECOVERY].unchanged),
+                Init("sentinel", "leaderRecoveryState", absent=0)),
+    "leaderEpoch": (None, Init("sentinel", "leaderEpoch")),
+    "partitionEpoch": (None, Init("sentinel", "partitionEpoch")),
+}
+NO_LEADER_CHANGE = _FOLDED_SENTINELS[_LEADER][0].unchanged
+NO_RECOVERY_STATE_CHANGE = _FOLDED_SENTINELS[_RECOVERY][0].unchanged
+
+
+def _foldable(name: str, rule: Merge | Init, change: bool) -> bool:
+    """Whether this fold folds ``name``'s rule as the state layer declares it."""
+    if rule.rule in (KEY, PLACEMENT):
+        return True
+    if rule.rule == REPLACE and change:
+        return rule.state == name
+    if rule.rule == REPLACE:  # a PartitionRecord's list: refused or empty when absent or null
+        return rule.state == name and rule.absent in (REQUIRED, ()) and rule.null in (REQUIRED, ())
+    built = _FOLDED_SENTINELS.get(name, (None, None))[0 if change else 1]
+    return rule == built
+
+
+#: Fields of each record this fold takes; a record with any other field goes to the record-by-record fold.
+_FOLDED = {
+    CHANGE: frozenset(n for n, m in PARTITION_CHANGE_RECORD.items() if _foldable(n, m, True)),
+    PARTITION: frozenset(n for n, i in PARTITION_RECORD.items() if _foldable(n, i, False)),
+}
+#: The lists replaced when present: (JSON name, its PartitionRecord value when absent (None: refused)).
+_LISTS = tuple((n, None if PARTITION_RECORD[n].absent is REQUIRED else PARTITION_RECORD[n].absent)
+               for n, m in PARTITION_CHANGE_RECORD.items() if m.rule == REPLACE and n in _FOLDED[CHANGE]
+               and n in _FOLDED[PARTITION])
+_NULL_IS_EMPTY = {n for n, _ in _LISTS if PARTITION_RECORD[n].null == ()}
+_PLACEMENT = tuple(n for n, m in PARTITION_CHANGE_RECORD.items() if m.rule == PLACEMENT)
 _ABSENT = -1
+assert ALWAYS_BUMPS == "partitionEpoch" and PARTITION_CHANGE_RECORD[_LEADER].bumps == "leaderEpoch", \
+    "the fold counts these epochs"
+
+
+def state_column(name: str) -> str:
+    """The timeline column of a partition state field (``addingReplicas`` -> ``adding_replicas``)."""
+    return re.sub(r"(?<=[a-z])(?=[A-Z])", "_", name).lower()
 
 
 class _Interned:
@@ -104,15 +159,17 @@ class _Distinct:
         name = d.get("name")
         self.ok[TOPIC][i] = isinstance(name, str)
         self.name[i] = names.code((name,))
-        leader = d.get("leader", NO_LEADER_CHANGE)
-        recovery = d.get("leaderRecoveryState", NO_RECOVERY_STATE_CHANGE)
+        self.ok[PARTITION][i] = _FOLDED[PARTITION].issuperset(d)
+        self.ok[CHANGE][i] = _FOLDED[CHANGE].issuperset(d)
+        leader = d.get(_LEADER, NO_LEADER_CHANGE)
+        recovery = d.get(_RECOVERY, NO_RECOVERY_STATE_CHANGE)
         epochs = d.get("leaderEpoch", 0), d.get("partitionEpoch", 0)
         if not all(type(x) is int for x in (leader, recovery, *epochs)):
             self.ok[PARTITION][i] = self.ok[CHANGE][i] = False
             return
         self.leader[i], self.recovery[i], self.epochs[i] = leader, recovery, epochs
-        self.ok[CHANGE][i] = recovery == NO_RECOVERY_STATE_CHANGE or recovery in LEADER_RECOVERY_STATES
-        self.moves[i] = d.get("replicas") is not None or bool(d.get("directories"))
+        self.ok[CHANGE][i] &= recovery == NO_RECOVERY_STATE_CHANGE or recovery in LEADER_RECOVERY_STATES
+        self.moves[i] = any(d.get(f) is not None for f in _PLACEMENT)
         for f, default in _LISTS:
             value = d.get(f)
             if value is not None and not _ints(value):
@@ -293,8 +350,8 @@ class Fold:
         state["leader_recovery_state"] = np.where(kind == PARTITION, record_recovery, recovery)[_last(sets_recovery)]
         moved = _last(self.moves[keep])
         state["replicas"] = self.replicas[keep][np.maximum(moved, 0)]
-        for (f, _), column in zip(_LISTS, ("isr", "adding_replicas", "removing_replicas",
-                                           "eligible_leader_replicas", "last_known_elr"), strict=True):
+        for f, _ in _LISTS:
+            column = state_column(PARTITION_CHANGE_RECORD[f].state)
             changed = v.changed[f][payload]
             value = np.where(kind == PARTITION, v.recorded[f][payload], changed)
             state[column] = value[_last((kind == PARTITION) | (is_change & (changed != _ABSENT)))]

@@ -54,7 +54,7 @@ PROBLEM_NOTES = {"region": None, "invalid": "invalid-batch", "batch-error": "bat
 def problem_rows(inv: Inventory, notes: dict[str, list[tuple[int, dict]]],
                  unreplayable: list[tuple[str, int, int]]) -> list[tuple]:
     """What could not be read or replayed: skipped bytes, invalid batches, batch and record decoding
-    errors, log-dir problems, and log offsets no snapshot or earlier log makes replayable."""
+    errors, log-dir problems, files that cannot be opened (``unreadable``), and log offsets no snapshot or earlier log makes replayable."""
     files = {f.file_id: f for f in inv.files}
     copies = {c.copy_id: c for c in inv.copies}
     rows = []
@@ -66,6 +66,8 @@ def problem_rows(inv: Inventory, notes: dict[str, list[tuple[int, dict]]],
                          n.get("position"), n.get("length"), n.get("offset"), detail))
     rows += [(copies[i].cluster_id, copies[i].node_id, copies[i].log_dir, None, "log-dir", None, None, None, m)
              for i, m in inv.problems]
+    rows += [(f.cluster_id, f.node_id, f.log_dir, f.file, "unreadable", None, None, None, f.skip_reason)
+             for f in inv.files if f.kind == "unreadable"]
     rows += [(c, None, None, None, "unreplayable", None, None, lo,
               f"offsets {lo}-{hi} precede every snapshot the log continues from: kept in records, not replayed")
              for c, lo, hi in unreplayable]

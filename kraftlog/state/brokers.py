@@ -96,6 +96,18 @@ class Brokers:
         return sorted_map(self.registrations, _broker_json)
 
 
+def broker_state(registration: dict | None) -> str:
+    """A broker's state at a glance: absent (not registered), fenced, shutdown (in controlled
+    shutdown, unfenced) or active. A fenced broker is fenced whether or not it was in controlled
+    shutdown: Kafka fences a broker at the end of its controlled shutdown and keeps the flag until it
+    registers again."""
+    if registration is None:
+        return "absent"
+    if registration["fenced"]:
+        return "fenced"
+    return "shutdown" if registration["inControlledShutdown"] else "active"
+
+
 def _broker_json(registration: dict) -> dict:
     out = {name: registration[name] for name in _JSON_FIELDS}
     out["endPoints"] = by_name(out["endPoints"])

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kraftlog.schema.records import MetadataRecord, key_fields
 from kraftlog.state.acls import Acls
 from kraftlog.state.brokers import Brokers
 from kraftlog.state.configs import TOPIC, Configs
@@ -71,6 +72,8 @@ class ClusterImage:
         self.provenance = Provenance()
         self.problems: list[Problem] = []
         self.transaction: OpenTransaction | None = None
+        #: While a transaction's records are applied (one delta in Kafka): the config resources before it.
+        self._delta_configs: frozenset[tuple[int, str]] | None = None
         self._handlers: dict[str, Callable[[dict], None]] = {
             **self.features.handlers(),
             **self.brokers.handlers(),
@@ -98,7 +101,7 @@ class ClusterImage:
         kind = rec.type
         error = getattr(rec, "error", None)
         if error is not None:
-            self._report(offset, kind, f"not decoded: {error}")
+            self._report(offset, kind, _not_applied(rec, error))
         elif kind in self._raft_handlers:
             # Raft control records are not part of metadata transactions.
             self._run(self._raft_handlers[kind], rec, offset)
@@ -140,13 +143,19 @@ class ClusterImage:
         else:
             self.transaction = None
             if kind == END:
+                self._delta_configs = frozenset(self.configs.resources)
                 for handler, held, held_offset in txn.records:
                     self._run(handler, held, held_offset)
+                self._delta_configs = None
 
     def _remove_topic(self, data: dict) -> None:
-        """RemoveTopicRecord also deletes the topic's configs (MetadataDelta does both)."""
+        """RemoveTopicRecord also deletes the topic's configs (MetadataDelta does both), but only those
+        the image held before the delta: configs of a topic created and deleted in one delta (here, one
+        metadata transaction) stay, as ``ConfigurationsDelta.replay(RemoveTopicRecord, String)`` keeps
+        them (apache/kafka 4.2.0-rc1, ConfigurationsDelta.java line 73: ``image.resourceData()``)."""
         name = self.topics.remove(data["topicId"])
-        self.configs.remove_resource(TOPIC, name)
+        if self._delta_configs is None or (TOPIC, name) in self._delta_configs:
+            self.configs.remove_resource(TOPIC, name)
 
     def to_json(self, redact: bool = True) -> dict:
         """The canonical image: deterministic, secrets redacted unless ``redact`` is False."""
@@ -164,6 +173,14 @@ class ClusterImage:
             "producerIds": self.producer_ids.to_json(),
             "zkMigrationState": self.features.zk_migration_state_name,
         }
+
+
+def _not_applied(rec: Any, error: str) -> str:
+    """A record kept raw is not applied; say which entity it would have updated, where its leading
+    fields still read (``raw`` is absent from stand-ins, and from redacted secrets)."""
+    keys = key_fields(rec) if isinstance(rec, MetadataRecord) else {}
+    where = ", ".join(f"{k}={v}" for k, v in keys.items())
+    return f"not applied{f' to {where}' if where else ''}: {error}"
 
 
 def _ignore(data: dict) -> None:

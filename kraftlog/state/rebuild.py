@@ -1,4 +1,4 @@
-"""The cluster image of a node's copy at an offset or a time, starting from the best snapshot.
+"""The cluster image of a log (one copy, or several assembled: ``files.copies.Log``) at an offset or a time, starting from the best snapshot.
 
 Kafka itself loads the latest snapshot and replays the log after it; to reach an earlier point we
 take the latest clean snapshot at or below the target instead, so answering costs the log after
@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from kraftlog.files.copies import Log
 from kraftlog.files.logdir import NodeDir
 from kraftlog.files.paths import LogFile, classify
 from kraftlog.files.reader import Limits
-from kraftlog.files.records import Entry, ReadProblems, iter_entries
+from kraftlog.files.records import Entry, ReadProblems, iter_entries, unreadable
 from kraftlog.state.image import ClusterImage
 from kraftlog.state.replay import ReplayResult, load_snapshot, replay
 
@@ -68,72 +69,155 @@ def _until_time(entries: Iterable[Entry], time_ms: int) -> Iterator[Entry]:
         yield e
 
 
-def log_entries(node: NodeDir, start: int, limits: Limits, problems: ReadProblems) -> Iterator[Entry]:
-    """Records of every segment from offset ``start`` on, noting a gap where offsets jump.
-
-    A segment whose successor is named at or below ``start`` holds only earlier offsets (a
-    segment's name is its base offset, as Kafka has it), so it is not read at all."""
-    expected = start
-    segments = node.segments
-    for i, seg in enumerate(segments):
-        if i + 1 < len(segments) and segments[i + 1].offset <= start:
-            continue
-        for e in iter_entries(seg, limits, problems, start=start):
-            if e.offset > expected >= 0 and e.offset != expected:
-                problems.messages.append(f"offsets {expected}-{e.offset - 1} are missing from the log")
-            expected = e.offset + 1
-            yield e
+class Unanswerable(ValueError):
+    """A point whose state the log on disk cannot give truthfully (before anything on disk, inside
+    a gap); the message names what is on disk."""
 
 
-def starting_point(
-    node: NodeDir, offset: int | None, time_ms: int | None, base: str | Path, limits: Limits, problems: ReadProblems
-) -> tuple[ClusterImage, int, str]:
-    """The image replay starts from, the first log offset to apply, and how to say so."""
-    snap = None
+def as_log(source: NodeDir | Log) -> Log:
+    return source if isinstance(source, Log) else Log.of(source)
+
+
+def log_entries(source: NodeDir | Log, start: int, limits: Limits, problems: ReadProblems,
+                apply_invalid: bool = True) -> Iterator[Entry]:
+    """Records of the log from offset ``start`` on, noting a gap where offsets jump
+    (``Log.entries``; ``apply_invalid=False`` stops at the first batch failing its CRC)."""
+    return as_log(source).entries(start, limits, problems, apply_invalid)
+
+
+def on_disk(log: Log) -> str:
+    """What the log holds, for a message that refuses a point."""
+    where = ", ".join(str(n.metadata_dir or n.log_dir) for n in log.copies)
+    segs = sum(len(n.segments) for n in log.copies)
+    what = [f"segments from offset {log.first_offset}" if segs else "no segments"]
+    what.append("snapshots ending at offsets " + ", ".join(str(s.offset) for s in log.snapshots)
+                if log.snapshots else "no snapshots")
+    return f"{where} holds {' and '.join(what)}"
+
+
+def base_snapshot(
+    source: NodeDir | Log, offset: int | None, time_ms: int | None, base: str | Path, limits: Limits,
+    problems: ReadProblems | None = None,
+) -> LogFile | None:
+    """The snapshot replay to the target starts from (None: the log's first offset).
+
+    "auto": the latest readable snapshot at or below the target (its end offset - 1 <= ``offset``,
+    its header's lastContainedLogTimestamp <= ``time_ms``); an unreadable one is a problem and an
+    earlier snapshot, or the log, still gives a true answer; "none": no snapshot; else the given file."""
     if isinstance(base, Path) or base not in ("auto", "none"):
         snap = classify(base)
         if snap.kind != "snapshot":
             raise ValueError(f"--base must be auto, none, or a NNN-EEE.checkpoint file: {base}")
-    elif base == "auto":
-        for candidate in reversed(node.snapshots):
-            if offset is not None and candidate.offset - 1 > offset:
-                continue
+        return snap
+    if base == "none":
+        return None
+    for candidate in reversed(as_log(source).snapshots):
+        if offset is not None and candidate.offset - 1 > offset:
+            continue
+        try:
             if time_ms is not None and snapshot_timestamp(candidate, limits) > time_ms:
                 continue
-            snap = candidate
-            break
+            with open(candidate.path, "rb"):
+                pass
+        except OSError as e:
+            if problems is not None:
+                problems.messages.append(unreadable(candidate.path, e))
+            continue
+        return candidate
+    return None
+
+
+def starting_point(
+    source: NodeDir | Log, offset: int | None, time_ms: int | None, base: str | Path, limits: Limits,
+    problems: ReadProblems
+) -> tuple[ClusterImage, int, str]:
+    """The image replay starts from, the first log offset to apply, and how to say so. Files of the
+    copies that could not be read are problems: the answer may lack what they hold."""
+    log = as_log(source)
+    problems.messages.extend(f"{path}: cannot read: {why}" for n in log.copies for path, why in n.unreadable)
+    snap = base_snapshot(log, offset, time_ms, base, limits, problems)
     if snap is not None:
         image = load_checkpoint(snap, limits, problems)
         start, described = snap.offset, f"snapshot {snap.path.name}"
     else:
         image = ClusterImage.empty()
-        first = next((s.offset for s in node.segments), 0)
+        first = log.first_offset or 0
         start, described = first, f"the log from offset {first}"
         if first > 0:
             problems.messages.append(f"the log starts at offset {first}; records before it are missing")
     return image, start, described
 
 
+def earliest_base(source: NodeDir | Log) -> str | Path | None:
+    """Where a walk of the whole log starts: offset 0 when the log has it ("none"), else the first
+    snapshot the log continues from; None when neither is on disk."""
+    log = as_log(source)
+    first = log.first_offset
+    if first == 0:
+        return "none"
+    later = [s for s in log.snapshots if first is None or s.offset >= first]
+    return later[0].path if later else None
+
+
+class _Seen:
+    """Entries passed through, remembering the highest offset read (replay reads one past its end)."""
+
+    def __init__(self, entries: Iterable[Entry]) -> None:
+        self.entries, self.last = entries, -1
+
+    def __iter__(self) -> Iterator[Entry]:
+        for e in self.entries:
+            self.last = max(self.last, e.offset)
+            yield e
+
+
 def rebuild(
-    node: NodeDir,
+    source: NodeDir | Log,
     *,
     offset: int | None = None,
     time_ms: int | None = None,
     base: str | Path = "auto",
     limits: Limits = Limits(),
+    apply_invalid: bool = True,
 ) -> Rebuilt:
-    """State after every record with offset <= ``offset`` (or timestamp <= ``time_ms``).
+    """State after every record with offset <= ``offset`` (or timestamp <= ``time_ms``; neither: the
+    end of the log).
 
     ``base``: "auto" = the latest snapshot at or below the target, "none" = the log from its first
-    offset, or the path of a ``.checkpoint`` to start from."""
+    offset, or the path of a ``.checkpoint`` to start from. ``apply_invalid=False``: the log ends at
+    the first batch that fails its CRC. Raises ``Unanswerable`` for a point before anything on disk,
+    and one inside a gap (offsets no segment holds while a later record or snapshot shows they
+    existed). Past the end of the log the state is the end's, with a note."""
+    log = as_log(source)
+    if not log.pieces and not log.snapshots:
+        raise Unanswerable(f"nothing to replay: {on_disk(log)}")
     problems = ReadProblems()
-    image, start, described = starting_point(node, offset, time_ms, base, limits, problems)
-    entries: Iterable[Entry] = log_entries(node, start, limits, problems)
+    image, start, described = starting_point(log, offset, time_ms, base, limits, problems)
+    from_snapshot = image.provenance.offset >= 0
+    seen = _Seen(log.entries(start, limits, problems, apply_invalid))
+    entries: Iterable[Entry] = seen
     if time_ms is not None:
         entries = _until_time(entries, time_ms)
     result: ReplayResult = replay(entries, image, until=offset)
+    point = f"offset {offset}" if offset is not None else "the end of the log" if time_ms is None else f"time {time_ms}"
+    if not from_snapshot and result.records == 0:
+        raise Unanswerable(f"{point} is before anything on disk: {on_disk(log)}")
     built = Rebuilt(result.image, described, result.records, problems)
     reached = result.image.provenance.offset
     if offset is not None and reached < offset and result.image.transaction is None:
-        built.notes.append(f"the log ends at offset {reached}, before the requested offset {offset}")
+        later = [s.offset for s in log.snapshots if s.offset - 1 > offset]
+        if problems.stopped_at is not None:
+            pass  # the log ends at the invalid batch: said in problems
+        elif seen.last > offset or later:
+            found = seen.last if seen.last > offset else f"snapshot ending at offset {later[0]}"
+            raise Unanswerable(f"offset {offset} is on no segment: the log read jumps from offset {reached} to "
+                               f"{found}; {on_disk(log)}")
+        else:  # as the Spark job's views: past the end, the state at the end, with a note
+            built.notes.append(f"the log ends at offset {reached}, before the requested offset {offset}")
+    if time_ms is not None and problems.stopped_at is None and seen.last <= reached:
+        later = [s.offset for s in log.snapshots if s.offset - 1 > reached]
+        if later:  # the log ran out before the time, and a snapshot shows it went on
+            raise Unanswerable(f"time {time_ms} is after the last record read (offset {reached}) and the log "
+                               f"went on to the snapshot ending at offset {later[0]}: the records in between "
+                               f"are on no segment; {on_disk(log)}")
     return built

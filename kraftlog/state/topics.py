@@ -1,8 +1,15 @@
-"""Topics and partitions (``TopicsImage``), with ``PartitionRegistration.merge`` semantics."""
+"""Topics and partitions (``TopicsImage``), with ``PartitionRegistration.merge`` semantics.
+
+``PARTITION_RECORD`` and ``PARTITION_CHANGE_RECORD`` declare, field by field, what each record does to a
+partition; ``new_partition`` and ``merge_partition`` read them, and so does the Spark job's column
+fold (``spark/partition_fold.py``), which refuses what they name and it was not built for. A field
+the schema declares and these tables do not name fails ``tests/test_state_partition_change.py``.
+"""
 
 from collections.abc import Callable
+from typing import Any, NamedTuple
 
-from kraftlog.state.ids import MIGRATING, UNASSIGNED, sorted_map
+from kraftlog.state.ids import MIGRATING, sorted_map
 from kraftlog.state.problems import ReplayProblem
 
 #: PartitionChangeRecord.Leader default: the leader (and so the leader epoch) stays as it is.
@@ -12,13 +19,74 @@ NO_RECOVERY_STATE_CHANGE = -1
 #: LeaderRecoveryState values.
 LEADER_RECOVERY_STATES = {0: "RECOVERED", 1: "RECOVERING"}
 
-#: Fields a PartitionChangeRecord replaces when present; absent (null) means unchanged.
-_REPLACED_LISTS = ("isr", "removingReplicas", "addingReplicas", "eligibleLeaderReplicas", "lastKnownElr")
+#: How a field merges. KEY: names the partition. REPLACE: a list that replaces the old one when not
+#: null. SENTINEL: replaces the old value unless it is ``unchanged``. PLACEMENT: replicas and
+#: directories, merged together by ``placement``.
+KEY, REPLACE, SENTINEL, PLACEMENT = "key", "replace", "sentinel", "placement"
+#: A PartitionRecord field that must be there (and not null): without it the record is refused.
+REQUIRED: Any = type("Required", (), {"__repr__": lambda self: "REQUIRED"})()
+
+
+class Merge(NamedTuple):
+    """What one PartitionChangeRecord field does to the partition's ``state`` field."""
+
+    rule: str
+    state: str | None = None
+    unchanged: Any = None  # the value that leaves the state as it is (null for lists)
+    bumps: str | None = None  # the epoch one more when the field is not ``unchanged``
+
+
+class Init(NamedTuple):
+    """What one PartitionRecord field sets: ``absent`` and ``null`` are the values taken when the
+    field is left out or null (``REQUIRED``: the record is refused)."""
+
+    rule: str
+    state: str | None = None
+    absent: Any = REQUIRED
+    null: Any = REQUIRED
+
+
+#: ``PartitionRegistration.merge`` (apache/kafka 4.2.0-rc1 metadata/.../PartitionRegistration.java
+#: line 238), by PartitionChangeRecord field in Kafka's JSON names. Every record also bumps
+#: ``ALWAYS_BUMPS``.
+PARTITION_CHANGE_RECORD: dict[str, Merge] = {
+    "partitionId": Merge(KEY),
+    "topicId": Merge(KEY),
+    "isr": Merge(REPLACE, "isr"),
+    "leader": Merge(SENTINEL, "leader", NO_LEADER_CHANGE, bumps="leaderEpoch"),
+    "replicas": Merge(PLACEMENT, "replicas"),
+    "removingReplicas": Merge(REPLACE, "removingReplicas"),
+    "addingReplicas": Merge(REPLACE, "addingReplicas"),
+    "leaderRecoveryState": Merge(SENTINEL, "leaderRecoveryState", NO_RECOVERY_STATE_CHANGE),
+    "directories": Merge(PLACEMENT, "directories"),
+    "eligibleLeaderReplicas": Merge(REPLACE, "eligibleLeaderReplicas"),
+    "lastKnownElr": Merge(REPLACE, "lastKnownElr"),
+}
+ALWAYS_BUMPS = "partitionEpoch"
+
+#: ``new PartitionRegistration(PartitionRecord)`` (PartitionRegistration.java line 202), in the
+#: order of the partition's state.
+PARTITION_RECORD: dict[str, Init] = {
+    "partitionId": Init(KEY),
+    "topicId": Init(KEY),
+    "replicas": Init(PLACEMENT, "replicas"),
+    "isr": Init(REPLACE, "isr"),
+    "removingReplicas": Init(REPLACE, "removingReplicas", absent=()),
+    "addingReplicas": Init(REPLACE, "addingReplicas", absent=()),
+    "leader": Init(SENTINEL, "leader"),
+    "leaderRecoveryState": Init(SENTINEL, "leaderRecoveryState", absent=0),
+    "leaderEpoch": Init(SENTINEL, "leaderEpoch"),
+    "partitionEpoch": Init(SENTINEL, "partitionEpoch"),
+    "directories": Init(PLACEMENT, "directories", absent=None, null=None),
+    "eligibleLeaderReplicas": Init(REPLACE, "eligibleLeaderReplicas", absent=(), null=()),
+    "lastKnownElr": Init(REPLACE, "lastKnownElr", absent=(), null=()),
+}
 
 
 def _directories(directories: list[str] | None, replicas: list[int]) -> list[str]:
-    """Kafka stores null or empty directories as MIGRATING for every replica (pre-JBOD metadata)."""
-    if not directories:
+    """``defaultToMigrating``: null, empty or all-MIGRATING directories are MIGRATING for every
+    replica (pre-JBOD metadata); otherwise one per replica (the registration's constructor)."""
+    if directories is None or all(d == MIGRATING for d in directories):
         return [MIGRATING] * len(replicas)
     if len(directories) != len(replicas):
         raise ReplayProblem(f"{len(directories)} directories for {len(replicas)} replicas")
@@ -31,58 +99,60 @@ def _recovery_state(value: int) -> int:
     return value
 
 
+def _initial(data: dict, name: str, init: Init) -> Any:
+    value = data.get(name, init.absent)
+    if value is None:
+        value = init.null
+    if value is REQUIRED:
+        raise ReplayProblem(f"PartitionRecord without {name}" if name not in data else f"PartitionRecord {name} is null")
+    return list(value) if init.rule == REPLACE else value
+
+
 def new_partition(data: dict) -> dict:
     """A PartitionRecord's state: it replaces whatever the partition had."""
-    replicas = list(data["replicas"])
-    return {
-        "replicas": replicas,
-        "isr": list(data["isr"]),
-        "removingReplicas": list(data.get("removingReplicas", [])),
-        "addingReplicas": list(data.get("addingReplicas", [])),
-        "leader": data["leader"],
-        "leaderRecoveryState": _recovery_state(data.get("leaderRecoveryState", 0)),
-        "leaderEpoch": data["leaderEpoch"],
-        "partitionEpoch": data["partitionEpoch"],
-        "directories": _directories(data.get("directories"), replicas),
-        "eligibleLeaderReplicas": list(data.get("eligibleLeaderReplicas") or []),
-        "lastKnownElr": list(data.get("lastKnownElr") or []),
-    }
+    state = {init.state: _initial(data, name, init) for name, init in PARTITION_RECORD.items() if init.rule != KEY}
+    state["replicas"] = list(state["replicas"])
+    state["directories"] = _directories(state["directories"], state["replicas"])
+    state["leaderRecoveryState"] = _recovery_state(state["leaderRecoveryState"])
+    return state
 
 
 def placement(old: dict, change: dict) -> tuple[list[int], list[str]]:
-    """Replicas and directories after a PartitionChangeRecord: replicas that stay keep their
-    directory; added ones are not placed yet."""
+    """Replicas and directories after a PartitionChangeRecord, as Kafka merges them: null directories
+    keep the old ones in place (so all-MIGRATING stays MIGRATING for every replica, and a change of
+    the replica count without directories is refused), and new directories must fit new replicas
+    (``checkDirectories``)."""
     replicas = change.get("replicas")
     directories = change.get("directories")
-    if not directories:
-        if replicas is None:
-            directories = old["directories"]
-        else:
-            placed = dict(zip(old["replicas"], old["directories"], strict=False))
-            directories = [placed.get(r, UNASSIGNED) for r in replicas]
+    if directories is None:
+        directories = old["directories"]
+    elif replicas is not None and directories and len(directories) != len(replicas):
+        raise ReplayProblem(f"{len(directories)} directories for {len(replicas)} replicas")
     replicas = old["replicas"] if replicas is None else list(replicas)
     return replicas, _directories(directories, replicas)
 
 
 def merge_partition(old: dict, change: dict) -> dict:
-    """The partition after a PartitionChangeRecord (reference §6.2); ``old`` is left untouched.
+    """The partition after a PartitionChangeRecord (reference §6.2), by ``PARTITION_CHANGE_RECORD``;
+    ``old`` is left untouched.
 
-    Every change bumps the partition epoch. A Leader field other than -2 bumps the leader epoch,
-    even when it is -1 or names the current leader, because the controller writes the current
-    leader on purpose to fence stale replicas."""
+    A Leader field other than -2 bumps the leader epoch, even when it is -1 or names the current
+    leader, because the controller writes the current leader on purpose to fence stale replicas."""
     new = dict(old)
     new["replicas"], new["directories"] = placement(old, change)
-    for name in _REPLACED_LISTS:
-        if change.get(name) is not None:
-            new[name] = list(change[name])
-    leader = change.get("leader", NO_LEADER_CHANGE)
-    if leader != NO_LEADER_CHANGE:
-        new["leader"] = leader
-        new["leaderEpoch"] = old["leaderEpoch"] + 1
-    recovery = change.get("leaderRecoveryState", NO_RECOVERY_STATE_CHANGE)
-    if recovery != NO_RECOVERY_STATE_CHANGE:
-        new["leaderRecoveryState"] = _recovery_state(recovery)
-    new["partitionEpoch"] = old["partitionEpoch"] + 1
+    for name, merge in PARTITION_CHANGE_RECORD.items():
+        value = change.get(name, merge.unchanged)
+        if merge.rule in (KEY, PLACEMENT) or value == merge.unchanged:
+            continue
+        if merge.rule == REPLACE:
+            new[merge.state] = list(value)
+        elif merge.state == "leaderRecoveryState":
+            new[merge.state] = _recovery_state(value)
+        else:
+            new[merge.state] = value
+        if merge.bumps is not None:
+            new[merge.bumps] = old[merge.bumps] + 1
+    new[ALWAYS_BUMPS] = old[ALWAYS_BUMPS] + 1
     return new
 
 

@@ -213,6 +213,80 @@ def image_tree(image: ClusterImage, redact: bool = True) -> dict:
     }
 
 
+# --- the same tree with JSON leaves (the shell's ``cat``) ---------------------------------------
+
+
+def _topic_json(topic: dict) -> dict:
+    """A topic node: its name, id and partitions, each partition as the canonical image has it."""
+    node = {"name": topic["name"], "id": topic["topicId"]}
+    node.update({str(pid): dict(p) for pid, p in topic["partitions"].items()})
+    return node
+
+
+def _topics_json(image: ClusterImage, parts: list[str]) -> tuple[Node, list[str]]:
+    """Only the topic a path names is built, so following one partition through the log is cheap."""
+    topics = image.topics
+    if len(parts) >= 2 and parts[0] in ("byName", "byId"):
+        topic = topics.by_name(parts[1]) if parts[0] == "byName" else topics.by_id.get(parts[1])
+        if topic is None:
+            raise KeyError(parts[1])
+        return _topic_json(topic), parts[2:]
+    return {
+        "byName": {name: _topic_json(topics.by_id[tid]) for name, tid in topics.id_by_name.items()},
+        "byId": {tid: _topic_json(topic) for tid, topic in topics.by_id.items()},
+    }, parts
+
+
+def _domain_json(image: ClusterImage, domain: str, redact: bool) -> Node:
+    """One child of ``/image`` with JSON leaves, keyed as ``image_tree`` keys it."""
+    if domain == "provenance":
+        return image.provenance.to_json()
+    if domain == "features":
+        node = {"metadataVersion": metadata_version_name(image.features.metadata_version),
+                "zkMigrationState": image.features.zk_migration_state_name}
+        node.update({f"finalized_{name}": level for name, level in image.features.levels.items()
+                     if name != METADATA_VERSION})
+        return node
+    if domain == "cluster":
+        return {"brokers": image.brokers.to_json(), "controllers": image.controllers.to_json()}
+    if domain == "configs":
+        return _configs_node(image, redact)
+    if domain == "clientQuotas":
+        return {_quota_entity_name(entity): dict(quotas) for entity, quotas in image.client_quotas.entities.items()}
+    if domain == "producerIds":
+        return image.producer_ids.to_json()
+    if domain == "acls":
+        return image.acls.to_json()
+    if domain == "scram":
+        return image.scram.to_json(redact)
+    if domain == "delegationToken":
+        return image.delegation_tokens.to_json()
+    raise KeyError(domain)
+
+
+def node_json(image: ClusterImage, parts: list[str], redact: bool = True) -> Node:
+    """The node at ``/image/<parts>`` as JSON: a partition is the canonical image's partition
+    object (what ``replay`` prints), a directory the object of its children.
+
+    The layout is ``image_tree``'s (a test walks both); a missing name raises KeyError."""
+    if not parts:
+        return {domain: node_json(image, [domain], redact) for domain in _DOMAINS}
+    domain, rest = parts[0], list(parts[1:])
+    if domain == "topics":
+        node, rest = _topics_json(image, rest)
+    else:
+        node = _domain_json(image, domain, redact)
+    for name in rest:
+        if not isinstance(node, dict) or name not in node:
+            raise KeyError(name)
+        node = node[name]
+    return node
+
+
+_DOMAINS = ("provenance", "features", "cluster", "topics", "configs", "clientQuotas", "producerIds", "acls",
+            "scram", "delegationToken")
+
+
 # --- printing ----------------------------------------------------------------------------------
 
 
@@ -233,6 +307,11 @@ def render_tree(image: ClusterImage, path: str = "/image", redact: bool = True) 
         if not isinstance(node, dict) or part not in node:
             return f"tree: {path}: No such file or directory.\n"
         node = node[part]
+    return render_node(node)
+
+
+def render_node(node: Node) -> str:
+    """A node of the tree printed as ``tree`` prints it."""
     out: list[str] = []
     _print(node, 0, out)
     return "".join(line + "\n" for line in out)

@@ -284,7 +284,7 @@ class ActiveController:
             or ("replicas" in changes and set(p.replicas) - set(changes["replicas"]))
         ):
             changes = {**changes, "leader": p.leader}
-        if "replicas" in changes and "directories" not in changes:
+        if "replicas" in changes and "directories" not in changes and self.image.mv >= versions.DIRECTORIES:
             changes = {**changes, "directories": directories_from(p.replicas, p.directories, changes["replicas"])}
         if not changes:
             return
@@ -294,6 +294,8 @@ class ActiveController:
                 p.replicas = list(changes["replicas"])
             if "directories" in changes:
                 p.directories = list(changes["directories"])
+            elif "replicas" in changes:  # below 3.7-IV2: every directory is MIGRATING, and stays so
+                p.directories = [MIGRATING] * len(p.replicas)  # (PartitionRegistration.merge)
             for name, attr in (("isr", "isr"), ("addingReplicas", "adding"), ("removingReplicas", "removing")):
                 if name in changes:
                     setattr(p, attr, list(changes[name]))
