@@ -121,7 +121,8 @@ def test_the_wheel_holds_the_package_the_job_and_the_entry_points(wheel):
     def names(marker: str | None) -> set[str]:
         return {re.split(r"[<>=!~\[; ]", r)[0] for r in requires if (marker in r if marker else "extra ==" not in r)}
 
-    assert names(None) == {"construct", "crc32c", "lz4", "zstandard", "cramjam", "numpy"}
+    assert names(None) == {"construct", "crc32c", "lz4", "zstandard", "cramjam", "numpy",
+                            "prompt_toolkit"}
     assert {"pyspark", "pyarrow"} <= names('extra == "spark"')
 
 
