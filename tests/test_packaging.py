@@ -91,6 +91,19 @@ def test_without_any_crc_package_the_error_names_what_to_install():
     assert "pip install crc32c" in proc.stderr and "kraftlog[crcmod]" in proc.stderr
 
 
+@pytest.mark.parametrize(("missing", "entry"), [
+    ("pyspark", "from kraftlog.spark.__main__ import main\nsys.exit(main())"),  # kraftlog-spark
+    ("pyarrow", "import runpy\nrunpy.run_module('kraftlog.spark', run_name='__main__')"),  # python -m
+    ("uuid6", f"import runpy\nrunpy.run_path({str(REPO / 'jobs' / 'kraft_metadata.py')!r}, run_name='__main__')"),
+], ids=["kraftlog-spark", "python -m kraftlog.spark", "jobs/kraft_metadata.py"])
+def test_the_job_without_the_spark_extra_says_what_to_install_in_one_line(missing, entry, tmp_path):
+    proc = python(entry, "--input", str(FIXTURE), "--output", str(tmp_path / "out"), blocked=(missing,))
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == (f"kraftlog-spark: the Spark job needs {missing}, which is not installed: "
+                           "pip install 'kraftlog[spark]' (and Java 17 or newer)\n")
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     """``python -m build`` (sdist, then the wheel from the sdist) on a copy of the sources, so that
