@@ -104,22 +104,25 @@ def test_the_job_without_the_spark_extra_says_what_to_install_in_one_line(missin
     assert not (tmp_path / "out").exists()
 
 
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    """``python -m build`` (sdist, then the wheel from the sdist) on a copy of the sources, so that
-    nothing is written into the worktree; without build isolation, so no network."""
+def build(out: Path) -> Path:
+    """``python -m build`` (the sdist, then the wheel from the sdist) on a copy of the sources, so
+    that nothing is written into the worktree; without build isolation, so no network. The wheel."""
     pytest.importorskip("build", reason="'build' (in the 'test' extra) is not installed")
-    tmp = tmp_path_factory.mktemp("build")
-    src = tmp / "src"
+    src = out / "src"
     shutil.copytree(REPO / "kraftlog", src / "kraftlog", ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, src / name)
-    proc = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(tmp / "dist"), str(src)],
+    proc = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out / "dist"), str(src)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    (whl,) = (tmp / "dist").glob("kraftlog-*.whl")
-    assert len(list((tmp / "dist").glob("kraftlog-*.tar.gz"))) == 1
+    (whl,) = (out / "dist").glob("kraftlog-*.whl")
+    assert len(list((out / "dist").glob("kraftlog-*.tar.gz"))) == 1
     return whl
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    return build(tmp_path_factory.mktemp("build"))
 
 
 def test_the_wheel_holds_the_package_the_job_and_the_entry_points(wheel):

@@ -1,17 +1,21 @@
-"""The cluster recipe: ``spark-submit --py-files kraftlog.zip jobs/kraft_metadata.py ...`` with
-pyspark's own spark-submit, in a folder outside the repo. A ``sitecustomize`` removes the venv's
+"""The cluster recipe: kraftlog's wheel, shipped as ``spark-submit --py-files kraftlog.zip
+jobs/kraft_metadata.py ...`` with pyspark's own spark-submit, in a folder outside the repo. The zip
+is the wheel under another name: a pure-Python wheel is a zip of the package, but pyspark puts only
+``.zip``, ``.egg`` and ``.jar`` py-files on the executors' path (``SparkContext.PACKAGE_EXTENSIONS``),
+so as ``.whl`` it reaches the driver and not the executors. A ``sitecustomize`` removes the venv's
 editable-install finder from the driver and the Python workers, so kraftlog can only come from
 the zip, as on a cluster where it is not installed."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import pyspark
 import pytest
+from test_packaging import build
 
 from conftest import REPO
 from spark_support import fixtures  # noqa: F401
@@ -23,11 +27,8 @@ sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower(
 '''
 
 
-def test_job_runs_from_a_py_files_zip(fixtures, tmp_path):  # noqa: F811
-    package = REPO / "kraftlog"
-    with zipfile.ZipFile(tmp_path / "kraftlog.zip", "w") as z:
-        for path in sorted(package.rglob("*.py")):
-            z.write(path, path.relative_to(REPO))
+def test_job_runs_from_the_wheel_as_py_files(fixtures, tmp_path):  # noqa: F811
+    shutil.copy(build(tmp_path / "build"), tmp_path / "kraftlog.zip")
     guard = tmp_path / "guard"
     guard.mkdir()
     (guard / "sitecustomize.py").write_text(_GUARD)
