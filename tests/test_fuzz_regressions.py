@@ -104,11 +104,12 @@ def test_any_timestamp_renders(ms):
 @pytest.mark.parametrize("name", ["²", "--5", "1" * 5000, "-²"])
 def test_a_config_resource_named_like_a_number_replays_and_renders(name):
     """ValueError from int() in ``ids.key_order`` (image to_json, diff) and ``entity_of`` (dump filters)."""
-    value = encode_metadata("CONFIG_RECORD", 0, {"resourceType": 4, "resourceName": name, "name": "x", "value": "1"})
+    value = encode_metadata("CONFIG_RECORD", 0, {"resourceType": 4, "resourceName": name, "name": "num.io.threads",
+                                                 "value": "1"})
     assert entity_of(decode_metadata(value))["broker_id"] is None
     image = _image(value)
     _render_all(image)
-    assert image.to_json()["configs"] == {f"BROKER:{name}": {"x": "1"}}
+    assert image.to_json()["configs"] == {f"BROKER:{name}": {"num.io.threads": "1"}}  # a config Kafka shows
 
 
 def test_numeric_names_still_sort_as_numbers():

@@ -131,6 +131,18 @@ def _columns(df_or_schema) -> list[tuple[str, str]]:
     return sorted((f.name, f.dataType.simpleString()) for f in schema if f.name not in ("cluster_id", "run_id"))
 
 
+def test_table_folders_hold_only_parquet_so_other_readers_scan_them(job):
+    """No ``_SUCCESS``, ``.crc`` or hidden file beside the Parquet (polars' folder scan fails on them)."""
+    import polars as pl
+
+    out, manifest = job
+    assert sorted(p.name for p in out.iterdir()) == sorted([*TABLES, "_manifest.json"])
+    assert [p for p in out.rglob("*") if p.is_file() and p.suffix != ".parquet" and p.parent != out] == []
+    for name in TABLES:
+        assert pl.scan_parquet(out / name, hive_partitioning=True).collect().height \
+            == manifest["counts"][name], name
+
+
 def test_tables_a_run_writes_without_a_query_have_the_columns_the_query_gives(job, spark, fixtures):  # noqa: F811
     """With no points the views, and with no disagreeing copies the divergence, are written from
     declared columns; they are the columns the queries select (and this run's written tables)."""

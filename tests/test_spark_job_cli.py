@@ -8,7 +8,7 @@ pytestmark = pytest.mark.spark
 
 
 def test_a_time_that_is_no_time_is_refused_before_spark_starts(fixtures, tmp_path, monkeypatch, capsys):  # noqa: F811
-    monkeypatch.setattr(kraft_metadata, "session", lambda *_: pytest.fail("a session was started"))
+    monkeypatch.setattr(kraft_metadata, "session", lambda *_, **__: pytest.fail("a session was started"))
     with pytest.raises(SystemExit) as exit_:
         kraft_metadata.main(["--input", str(fixtures / "fleet"), "--output", str(tmp_path / "out"),
                              "--at-time", "yesterday"])
@@ -20,7 +20,7 @@ def test_a_time_that_is_no_time_is_refused_before_spark_starts(fixtures, tmp_pat
 def test_an_input_without_log_dirs_is_an_error_not_an_empty_cluster(spark, fixtures, tmp_path, monkeypatch,  # noqa: F811
                                                                     capsys, wrong, says):
     (tmp_path / "empty").mkdir()
-    monkeypatch.setattr(kraft_metadata, "session", lambda *_: spark)
+    monkeypatch.setattr(kraft_metadata, "session", lambda *_, **__: spark)
     code = kraft_metadata.main(["--input", str(fixtures / "fleet"), str(tmp_path / wrong),
                                 "--output", str(tmp_path / "out")])
     assert code == 2

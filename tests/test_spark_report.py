@@ -112,7 +112,7 @@ def test_a_failing_report_is_named_and_the_others_still_written(fixtures, tmp_pa
     assert len(written) == 2 and all(Path(r["path"]).stat().st_size == r["bytes"] for r in written.values())
 
     manifest = {"run_id": "r", "counts": {}, "stage_seconds": {}, "reports": reports}
-    monkeypatch.setattr(kraft_metadata, "session", lambda *_: None)
+    monkeypatch.setattr(kraft_metadata, "session", lambda *_, **__: None)
     monkeypatch.setattr(kraft_metadata, "run", lambda session, opts: manifest)
     code, printed, err = _submit(["--input", str(fixtures / "fleet"), "--output", str(tmp_path / "tables"),
                                   "--report", str(tmp_path / "r.html")])

@@ -7,35 +7,23 @@ editable-install finder from the driver and the Python workers, so kraftlog can 
 the zip, as on a cluster where it is not installed."""
 
 import json
-import os
 import shutil
 import subprocess
-import sys
-from pathlib import Path
 
-import pyspark
 import pytest
 from test_packaging import build
 
+from cluster_support import SPARK_HOME, clean_env, guard
 from conftest import REPO
 from spark_support import fixtures  # noqa: F401
 
 pytestmark = pytest.mark.spark
 
-_GUARD = '''import sys
-sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
-'''
-
 
 def test_job_runs_from_the_wheel_as_py_files(fixtures, tmp_path):  # noqa: F811
     shutil.copy(build(tmp_path / "build"), tmp_path / "kraftlog.zip")
-    guard = tmp_path / "guard"
-    guard.mkdir()
-    (guard / "sitecustomize.py").write_text(_GUARD)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "SPARK_", "PYTHON"))}
-    env.update(SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
-               PYTHONPATH=str(guard))
-    submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    env = clean_env(PYTHONPATH=str(guard(tmp_path)))
+    submit = SPARK_HOME / "bin" / "spark-submit"
     out = tmp_path / "tables"
     proc = subprocess.run(
         [str(submit), "--master", "local[2]", "--conf", "spark.driver.host=127.0.0.1",

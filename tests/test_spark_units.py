@@ -2,7 +2,9 @@
 offsets, the transaction marker table, and the fold (against a plain ClusterImage replay)."""
 
 import json
+import os
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -10,14 +12,15 @@ import pyarrow.compute as pc
 import pytest
 
 from kraftlog.files.copies import minus
-from kraftlog.spark import entities, events
+from kraftlog.spark import entities, events, output
 from kraftlog.spark.copies import FileSummary, likely_first, ranks, suppliers, supplies, unrelated, wanted
 from kraftlog.spark.discover import Copy, FileEntry, Inventory
 from kraftlog.spark.fold import EVENT_COLUMNS, fold_function
-from kraftlog.spark.passes import _groups
+from kraftlog.spark.output import Output, UnsafeOutput
+from kraftlog.spark.passes import MIN_TASKS, _groups, tasks
 from kraftlog.spark.plan import GAP, SEED, Reset, Snapshot, plan
 from kraftlog.spark.replayed import Replayed
-from kraftlog.spark.sink import Sink, read_staged, read_staged_folder
+from kraftlog.spark.sink import Sink, read_staged, read_staged_parts, recording
 from kraftlog.spark.transactions import Marker, transactions
 from kraftlog.state.image import ClusterImage
 
@@ -248,15 +251,51 @@ def test_runs_of_nothing_are_none():
     assert events.runs(np.asarray([4, 4, 1, 4])) == [(0, 2), (2, 3), (3, 4)]
 
 
-def test_staged_parts_read_back_and_a_missing_one_is_an_error(tmp_path):
+def test_staged_parts_are_reported_read_back_and_a_missing_one_is_an_error(tmp_path):
     schema = pa.schema([("offset", pa.int64()), ("data", pa.string())])
     root = str(tmp_path)
-    for part, rows in (("a", [1, 2]), ("b", [3])):
-        sink = Sink(root, "t", schema, part, 7, staged=True, column="bucket")
-        sink.write(pa.record_batch([pa.array(rows), pa.array([str(r) for r in rows])], schema=schema))
-        assert sink.close() == len(rows)
+    with recording() as parts:
+        for part, rows in (("a", [1, 2]), ("b", [3])):
+            sink = Sink(root, "t", schema, part, 7, staged=True, column="bucket")
+            sink.write(pa.record_batch([pa.array(rows), pa.array([str(r) for r in rows])], schema=schema))
+            assert sink.close() == len(rows)
+    assert [(p["path"], p["rows"], p["value"], p["bytes"]) for p in parts] == [
+        (f"t/bucket=7/part-{x}.arrow", n, 7, (tmp_path / f"t/bucket=7/part-{x}.arrow").stat().st_size)
+        for x, n in (("a", 2), ("b", 1))]
+    parts = [{**p, "task": 5} for p in parts]
     assert read_staged(root, "t/bucket=7/part-a").column("offset").to_pylist() == [1, 2]
-    assert read_staged_folder(root, "t/bucket=7", schema).column("offset").to_pylist() == [1, 2, 3]
-    assert read_staged_folder(root, "t/bucket=8", schema).num_rows == 0
+    assert read_staged_parts(root, parts, schema).column("offset").to_pylist() == [1, 2, 3]
+    assert read_staged_parts(root, [], schema).num_rows == 0
     with pytest.raises(FileNotFoundError):
         read_staged(root, "t/bucket=7/part-c")
+    (tmp_path / "t/bucket=7/part-b.arrow").unlink()  # a part the reader cannot see is never read as no rows
+    with pytest.raises(FileNotFoundError, match=f"part written by task 5 on host .* at {root}/t/bucket=7/part-b"):
+        read_staged_parts(root, parts, schema)
+
+
+@pytest.mark.parametrize("exchange", [True, False], ids=["renameat2-exchange", "two-renames"])
+def test_publishing_swaps_the_new_output_in_and_only_then_removes_the_previous(tmp_path, monkeypatch, exchange):
+    swapped, swap = [], output._exchange
+    # a filesystem without RENAME_EXCHANGE takes the other path
+    monkeypatch.setattr(output, "_exchange", lambda *a: swapped.append(swap(*a) if exchange else False) or swapped[-1])
+    target = tmp_path / "out"
+    target.mkdir()
+    (target / "_manifest.json").write_text("previous")
+    out = Output(None, str(target), "r1")
+    os.makedirs(out.root)
+    (Path(out.root) / "_manifest.json").write_text("new")
+    assert out.publish() == str(target)
+    assert (target / "_manifest.json").read_text() == "new"
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]  # neither staging nor the previous output is left
+    assert swapped == [exchange]
+
+
+@pytest.mark.parametrize("target", ["/dev/shm", "s3://bucket/out", "hdfs://nn/out"])
+def test_an_output_no_rename_can_replace_safely_is_refused(target):
+    with pytest.raises(UnsafeOutput, match="--output"):
+        Output(None, target, "r1")
+
+
+def test_tasks_follow_the_bytes_read_not_the_cores():
+    assert tasks(0) == tasks(10 << 20) == MIN_TASKS
+    assert tasks(1 << 30) == 16 and tasks((1 << 30) + 1) == 17

@@ -3,13 +3,17 @@ batches (every header field, CRC verdict, error), records and skipped regions, o
 and on files damaged in the ways the reader's own tests damage them."""
 
 import io
+import os
 import random
 
 import pytest
 
 from conftest import NO_CORPUS, corpus_log_files
+from kraftlog.files import storage
 from kraftlog.files.reader import Limits, Region, read_log_stream
-from kraftlog.spark.walk import HEADER_LAYOUT, walk
+from kraftlog.files.storage import Source
+from kraftlog.spark import walk as walk_module
+from kraftlog.spark.walk import HEADER_LAYOUT, WINDOW, walk, walk_source
 from kraftlog.wire.batch import CRC_START, HEADER_SIZE, TIMESTAMP_TYPE_BIT, Record, encode_batch
 from kraftlog.wire.codecs import GZIP
 from kraftlog.wire.crc import crc32c
@@ -32,9 +36,9 @@ def by_reader(buf: bytes, limits: Limits = Limits()) -> tuple[list, list]:
     return batches, regions
 
 
-def by_walk(buf: bytes, limits: Limits = Limits(), chunk: int = 1 << 18) -> tuple[list, list]:
+def by_walk(buf, limits: Limits = Limits(), chunk: int = 1 << 18, walker=walk) -> tuple[list, list]:
     batches, regions = [], []
-    for w in walk(buf, limits, chunk):
+    for w in walker(buf, limits, chunk):
         records: list[list] = [[] for _ in range(w.count)]
         for b, o, t, kv in zip(w.rec_batch.tolist(), w.rec_offset.tolist(), w.rec_timestamp.tolist(),
                                w.rec_kv.tolist(), strict=True):
@@ -162,3 +166,86 @@ def test_limits_are_the_readers():
     buf = _segment()
     limits = Limits(max_batch_bytes=100)
     assert by_walk(buf, limits) == by_reader(buf, limits)
+
+
+def by_source(path, limits: Limits = Limits(), chunk: int = 1 << 18, window: int = WINDOW) -> tuple[list, list]:
+    """``by_walk`` over the file read through the storage layer in windows of ``window`` bytes."""
+    with Source(path) as src:
+        return by_walk(src, limits, chunk, lambda s, lim, c: walk_source(s, lim, c, window=window))
+
+
+def _largest_batch(buf: bytes) -> int:
+    positions = [b[0] for b in by_reader(buf)[0]] + [len(buf)]
+    return max([b - a for a, b in zip(positions, positions[1:], strict=False)] + [HEADER_SIZE])
+
+
+ALL_SHAPES = {**_damaged(), **_long_runs(), **_varied()}
+
+
+@pytest.mark.parametrize("name", list(ALL_SHAPES))
+@pytest.mark.parametrize("chunk", [1 << 18, 5])
+def test_a_file_read_in_windows_walks_as_the_reader_reads_it(name, chunk, tmp_path):
+    """Windows about one batch long: nearly every batch is cut by a window's end, and damage lies
+    across windows; the walk must not take a window's end for the file's."""
+    buf = ALL_SHAPES[name]
+    limits = Limits(max_batch_bytes=_largest_batch(buf) + 1)
+    (tmp_path / "f.log").write_bytes(buf)
+    assert by_source(tmp_path / "f.log", limits, chunk, window=limits.max_batch_bytes) == by_reader(buf, limits)
+
+
+@pytest.mark.skipif(not REAL_METADATA, reason=NO_CORPUS)
+def test_real_files_read_in_windows():
+    for path in REAL_METADATA[:40]:
+        limits = Limits(max_batch_bytes=_largest_batch(path.read_bytes()) + 1)
+        assert by_source(path, limits, window=limits.max_batch_bytes) == by_reader(path.read_bytes(), limits), path
+
+
+def test_a_file_that_shrinks_while_walked_is_said_to_have_changed(tmp_path):
+    buf = _segment(n=400)
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(buf)
+    limits = Limits(max_batch_bytes=_largest_batch(buf) + 1)
+    src = Source(path, storage.stat(path))
+    walks = walk_source(src, limits, window=limits.max_batch_bytes)
+    first = next(walks)
+    assert first.count > 0
+    os.truncate(path, len(buf) // 2)
+    with pytest.raises(storage.Changed, match=rf"{path}: changed while read: it ends at byte {len(buf) // 2}, "
+                                              rf"not {len(buf)} as when opened \(truncated while read\)"):
+        list(walks)
+    assert not src.opened
+
+
+@pytest.mark.parametrize("change,says", [
+    ("truncate", r"is not the file that was listed: 1200 bytes when listed, 600 now"),
+    ("replace", r"is not the file that was listed: another file \(inode \d+ when listed, \d+ now\)"),
+    ("touch", r"is not the file that was listed: modified since it was listed \(same size\)"),
+    ("delete", r"no such file \(it was there when the input was listed\)"),
+])
+def test_a_file_that_changed_since_it_was_listed_is_not_read(change, says, tmp_path):
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(b"\x00" * 1200)
+    seen = storage.stat(path)
+    if change == "truncate":
+        os.truncate(path, 600)
+    elif change == "replace":
+        (tmp_path / "new").write_bytes(b"\x01" * 1200)
+        os.replace(tmp_path / "new", path)
+    elif change == "touch":
+        os.utime(path, ns=(seen.mtime_ns + 10**9, seen.mtime_ns + 10**9))
+    else:
+        path.unlink()
+    with pytest.raises(storage.Changed, match=f"{path}: {says}"):
+        list(walk(Source(path, seen)))
+
+
+@pytest.mark.parametrize("name", ["clean", "runs", "varied"])
+def test_a_windows_end_is_not_taken_for_damage(name, tmp_path, monkeypatch):
+    """A clean file read in windows stays on the fast loop: the reader's slow path (which would read
+    past the window) is never asked."""
+    buf = ALL_SHAPES[name]
+    limits = Limits(max_batch_bytes=_largest_batch(buf) + 1)
+    (tmp_path / "f.log").write_bytes(buf)
+    monkeypatch.setattr(walk_module, "_slow_until_clean", lambda *a: pytest.fail("slow path at a window's end"))
+    walked = by_source(tmp_path / "f.log", limits, window=limits.max_batch_bytes)
+    assert walked == by_reader(buf, limits) and len(buf) > 4 * limits.max_batch_bytes

@@ -1,6 +1,7 @@
 """``kraftlog dump``: one file's batches and records, as kafka-dump-log prints them or as JSON lines."""
 
 import argparse
+import errno
 import os
 import re
 import sys
@@ -11,12 +12,12 @@ from typing import TextIO
 
 from kraftlog.cli import main, progress, render
 from kraftlog.files.paths import LogFile, classify, log_files_under
-from kraftlog.files.reader import Limits, Region, read_log_file
+from kraftlog.files.reader import FileChangedError, Limits, Region, open_regular, read_log_file
 from kraftlog.files.records import iter_entries, unreadable
 from kraftlog.schema import MetadataRecord, decode_control, decode_metadata, entity_of
 from kraftlog.schema.control import BY_ID as CONTROL_TYPES
 from kraftlog.schema.metadata import BY_API_KEY, BY_TYPE_NAME
-from kraftlog.schema.redact import redact
+from kraftlog.schema.redact import hides_value, redact
 from kraftlog.wire.batch import Batch, Record
 
 
@@ -154,16 +155,20 @@ class DumpOptions:
         return self.topic is None or self.topic.matches(e, rec, offset, where)
 
 
-def _payload(batch: Batch, r: Record, rec, opts: DumpOptions) -> tuple[tuple[str, object] | None, str]:
-    """The record's decoded payload as (json kind, json object) and as kafka-dump-log text."""
+def _payload(batch: Batch, r: Record, rec, opts: DumpOptions, metadata_log: bool
+             ) -> tuple[tuple[str, object] | None, str, bool]:
+    """The record's decoded payload as (json kind, json object) and as kafka-dump-log text, and
+    whether its raw value, shown when it is not decoded, must be hidden (``redact.hides_value``)."""
+    hidden = opts.redact and not batch.is_control and (rec is None or rec.error is not None) \
+        and hides_value(r.value, metadata_log)
     if rec is None:
-        return None, render.raw_payload_text(r)
+        return None, render.raw_payload_text(r, hidden), hidden
     if opts.redact:
         rec = redact(rec)
     text = " " + (rec.dump_text() if batch.is_control else rec.dump_text(r.offset))
     if rec.error:
-        return ("error", rec.error), text
-    return ("control" if batch.is_control else "metadata", rec.to_json()), text
+        return ("error", rec.error), text, hidden
+    return ("control" if batch.is_control else "metadata", rec.to_json()), text, False
 
 
 def _decode(batch: Batch, r: Record, metadata: bool):
@@ -177,7 +182,7 @@ def _decode(batch: Batch, r: Record, metadata: bool):
 def dump_file(lf: LogFile, out: TextIO, opts: DumpOptions, stats: "Stats | None" = None) -> FileSummary:
     """Write one file's dump to ``out`` (or only count it into ``stats``) and return what the walk found.
     Raises ``OSError`` before writing anything when the file cannot be opened."""
-    with open(lf.path, "rb") as f:
+    with open_regular(lf.path) as f:
         s = FileSummary(bytes=os.fstat(f.fileno()).st_size)
     jsonl = opts.fmt == "jsonl"
     quiet = stats is not None
@@ -233,8 +238,8 @@ def dump_file(lf: LogFile, out: TextIO, opts: DumpOptions, stats: "Stats | None"
             if batch_line is not None:
                 out.write(batch_line + "\n")
                 batch_line = None
-            payload, text = _payload(batch, r, rec, opts)
-            out.write((render.dumps(render.record_json(batch, r, payload)) if jsonl
+            payload, text, hidden = _payload(batch, r, rec, opts, metadata or lf.is_metadata)
+            out.write((render.dumps(render.record_json(batch, r, payload, hidden)) if jsonl
                        else render.record_text(batch, r, text)) + "\n")
         if counted or (stats is not None and not opts.filtering):
             stats.add_batch(batch)
@@ -247,6 +252,8 @@ def dump_file(lf: LogFile, out: TextIO, opts: DumpOptions, stats: "Stats | None"
                 out.write(render.dumps(render.batch_error_json(batch)) + "\n")
             else:
                 out.write(f"Error in batch at position {batch.position}: {batch.error}\n")
+    if s.valid_bytes + s.skipped_bytes != s.bytes:  # shorter when reopened to be read than when first opened
+        raise FileChangedError(lf.path, s.bytes, s.valid_bytes + s.skipped_bytes)
     if jsonl and not quiet:
         out.write(render.dumps({
             "kind": "end", "bytes": s.bytes, "validBytes": s.valid_bytes, "batches": s.batches,
@@ -347,7 +354,7 @@ def dump_paths(paths: list[str], all_partitions: bool) -> tuple[list[LogFile], i
             elif left_out:
                 print(f"kraftlog: {p}: left out {partitions}", file=sys.stderr)
             out.extend(found)
-        elif os.path.isfile(p):
+        elif os.path.exists(p):  # a file; one that is not regular is said when read
             out.append(classify(p))
         else:
             raise main.UsageError(f"no such file or directory: {p}")
@@ -410,6 +417,10 @@ def add_parser(sub) -> None:
     main.add_limits(p)
 
 
+#: Errors of writing (a full disk or quota, a file too large), never of reading a log file.
+_OUTPUT_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+
+
 @progress.shown("paths", streams_stdout=True)
 def run(args, out: TextIO | None = None) -> int:
     """Dump every file; exit 1 when any batch was invalid, any byte skipped, any record undecodable,
@@ -428,7 +439,13 @@ def run(args, out: TextIO | None = None) -> int:
         try:
             s = dump_file(lf, out, opts, None if stats is None else stats[lf.is_metadata or args.decoder == "metadata"])
         except OSError as e:
+            if e.errno in _OUTPUT_ERRORS:  # writing the dump failed, not reading the file
+                raise
             print(f"kraftlog: {unreadable(lf.path, e)}", file=sys.stderr)
+            status = 1
+            continue
+        except FileChangedError as e:
+            print(f"kraftlog: {e}", file=sys.stderr)
             status = 1
             continue
         for note, count in s.newer.items():

@@ -1,12 +1,19 @@
 """The ``kraftlog`` command: subcommands, their help, and exit codes (0 clean, 1 data problems, 2 usage)."""
 
 import argparse
+import contextlib
 import os
 import sys
 from importlib import import_module
 
 from kraftlog import __version__
-from kraftlog.files.reader import DEFAULT_MAX_BATCH_BYTES, Limits
+from kraftlog.cli import render
+from kraftlog.files.reader import (
+    DEFAULT_MAX_BATCH_BYTES,
+    DEFAULT_MAX_RECORDS_PER_BATCH,
+    FileChangedError,
+    Limits,
+)
 from kraftlog.wire.codecs import DEFAULT_MAX_DECOMPRESSED
 from kraftlog.wire.crc import IMPLEMENTATION as CRC_IMPLEMENTATION
 
@@ -38,10 +45,14 @@ def add_limits(p: argparse.ArgumentParser) -> None:
                    help="largest batch accepted; a larger length field counts as corrupt (default 8MiB)")
     p.add_argument("--max-decompressed", type=parse_size, default=DEFAULT_MAX_DECOMPRESSED, metavar="SIZE",
                    help="cap on one batch's decompressed records, against compression bombs (default 64MiB)")
+    p.add_argument("--max-records-per-batch", type=int, default=DEFAULT_MAX_RECORDS_PER_BATCH, metavar="N",
+                   help="a batch declaring more records is reported, not expanded (default 10000, Kafka's "
+                   "QuorumController.MAX_RECORDS_PER_BATCH)")
 
 
 def limits_of(args: argparse.Namespace) -> Limits:
-    return Limits(max_batch_bytes=args.max_batch_bytes, max_decompressed=args.max_decompressed)
+    return Limits(max_batch_bytes=args.max_batch_bytes, max_decompressed=args.max_decompressed,
+                  max_records_per_batch=args.max_records_per_batch)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -66,8 +77,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = render.TerminalSafe(sys.stdout), render.TerminalSafe(sys.stderr)
     try:
-        return import_module(f"kraftlog.cli.{args.command}").run(args)
+        return _run(args)
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The subcommand, its failures as one line on stderr and an exit code."""
+    try:
+        status = import_module(f"kraftlog.cli.{args.command}").run(args)
+        sys.stdout.flush()  # a full disk or a closed pipe is found here, not at exit
+        return status
     except UsageError as e:
         print(f"kraftlog: {e}", file=sys.stderr)
         return 2
@@ -76,16 +99,27 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except BrokenPipeError:
         # the reader of our output went away (e.g. `| head`): not an error of ours
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _discard_stdout()
         return 0
     except KeyboardInterrupt:
         return 130
-    except OSError as e:
-        # a file the command needed could not be opened or read (permission denied, a directory where
-        # a file should be, an I/O error): one line naming it, exit 1; commands that can go on without
-        # it catch this themselves
-        print(f"kraftlog: {e.filename}: {e.strerror}" if e.filename else f"kraftlog: {e}", file=sys.stderr)
+    except FileChangedError as e:
+        print(f"kraftlog: {render.printable(str(e))}", file=sys.stderr)
         return 1
+    except OSError as e:
+        # a file the command needed could not be opened, read or written (permission denied, no space
+        # left, a read-only folder, not a regular file): one line naming it, exit 1
+        if e.filename is None:  # stdout itself (a full disk): what is still buffered cannot be written
+            _discard_stdout()
+        print(render.printable(f"kraftlog: {e.filename}: {e.strerror}" if e.filename
+                               else f"kraftlog: writing the output: {e.strerror or e}"), file=sys.stderr)
+        return 1
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, so flushing it at exit raises nothing more."""
+    with contextlib.suppress(OSError, ValueError):  # ValueError: not a real file (tests' StringIO)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 if __name__ == "__main__":

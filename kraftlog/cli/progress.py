@@ -124,7 +124,8 @@ class Bar:
         self.delay = delay
         self.opened: set[str] = set()
         self.reached: dict[str, int] = {}
-        self.terminal = _Terminal(stream or sys.stderr)
+        # the bar's own escape sequences bypass main's escaping of what commands print
+        self.terminal = _Terminal(stream or getattr(sys.stderr, "unescaped", sys.stderr))
         self.started = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="kraftlog-progress", daemon=True)

@@ -2,11 +2,49 @@
 
 import base64
 import json
+import re
 from datetime import UTC, datetime
 
 from kraftlog.files.paths import LogFile
 from kraftlog.files.reader import Region
+from kraftlog.schema.redact import redacted_bytes
 from kraftlog.wire.batch import Batch, Record
+
+#: What a terminal may act on rather than show: C0 controls (ESC starts its sequences; CR and BS
+#: overwrite what was printed), DEL, C1 controls (CSI, OSC) and the bidirectional overrides that
+#: reorder what is shown. A log's topic names, config values and file names can hold any of them.
+_CONTROL = "\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069"
+_UNSAFE_IN_LINES = re.compile(f"[{_CONTROL}]")
+_UNSAFE = re.compile(f"[{_CONTROL}\t\n]")
+
+
+def _escape(m: re.Match) -> str:
+    return f"\\u{ord(m[0]):04X}"  # Jackson's form: the same text in a JSON string and to the eye
+
+
+def printable(text: str, lines: bool = False) -> str:
+    """``text`` with every control character escaped as ``\\uXXXX``; with ``lines`` newlines and tabs
+    are kept (a whole output, whose line breaks are its own). A one-line field (a path) takes the
+    default, so a newline in a file name cannot forge a line."""
+    pattern = _UNSAFE_IN_LINES if lines else _UNSAFE
+    return pattern.sub(_escape, text) if pattern.search(text) else text
+
+
+class TerminalSafe:
+    """A text stream that escapes control characters (``printable(lines=True)``) in what is written
+    through it: the one gate every command's stdout and stderr pass, so escape sequences from a log
+    never reach a terminal. JSON stays valid (``\\uXXXX`` is JSON's own escape); ``unescaped`` is
+    the stream itself, for the progress bar's own sequences."""
+
+    def __init__(self, stream) -> None:
+        self.unescaped = stream
+
+    def write(self, s: str) -> int:
+        self.unescaped.write(printable(s, lines=True))
+        return len(s)
+
+    def __getattr__(self, name: str):
+        return getattr(self.unescaped, name)
 
 
 def _b64(blob: bytes | None) -> str | None:
@@ -56,8 +94,9 @@ def batch_json(b: Batch) -> dict:
     }
 
 
-def record_json(b: Batch, r: Record, payload: tuple[str, object] | None) -> dict:
-    """``payload`` is ("control"|"metadata", object), or None for raw key/value."""
+def record_json(b: Batch, r: Record, payload: tuple[str, object] | None, hidden: bool = False) -> dict:
+    """``payload`` is ("control"|"metadata", object), or None for raw key/value; a ``hidden`` raw
+    value is shown as ``redacted_bytes``."""
     out = {
         "kind": "record",
         "offset": r.offset,
@@ -69,7 +108,7 @@ def record_json(b: Batch, r: Record, payload: tuple[str, object] | None) -> dict
     }
     if payload is None or payload[0] == "error":
         out["key"] = _b64(r.key)
-        out["value"] = _b64(r.value)
+        out["value"] = redacted_bytes(len(r.value)) if hidden and r.value is not None else _b64(r.value)
         if payload is not None:
             out["error"] = payload[1]
     else:
@@ -102,7 +141,7 @@ def batch_error_json(b: Batch) -> dict:
 
 
 def file_header_text(f: LogFile) -> list[str]:
-    lines = [f"Dumping {f.path}"]
+    lines = [f"Dumping {printable(str(f.path))}"]
     if f.kind == "segment":
         lines.append(f"Log starting offset: {f.offset}")
     elif f.kind == "snapshot":
@@ -138,7 +177,7 @@ def record_text(b: Batch, r: Record, payload_text: str) -> str:
     )
 
 
-def raw_payload_text(r: Record) -> str:
+def raw_payload_text(r: Record, hidden: bool = False) -> str:
     key = "null" if r.key is None else r.key.decode("utf-8", "replace")
-    value = "null" if r.value is None else r.value.decode("utf-8", "replace")
+    value = "null" if r.value is None else redacted_bytes(len(r.value)) if hidden else r.value.decode("utf-8", "replace")
     return f" key: {key} payload: {value}"

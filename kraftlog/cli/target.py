@@ -155,6 +155,8 @@ def state_at(args, offset: int | str | None, time_ms: int | None, log: Log | Non
         return rebuild(log, offset=None if offset == END else offset, time_ms=time_ms,
                        base=getattr(args, "base", "auto"), limits=limits, apply_invalid=args.apply_invalid)
     except Unanswerable as e:
+        for m in e.problems:  # what could not be read is often why the point has no answer: named first
+            print(f"kraftlog: problem: {m}", file=sys.stderr)
         raise main.Refused(str(e)) from None
     except ValueError as e:
         raise main.UsageError(str(e)) from None

@@ -12,8 +12,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kraftlog.files.paths import BOOTSTRAP, METADATA_DIR_RE, LogFile, classify
+from kraftlog.files import storage
+from kraftlog.files.paths import BOOTSTRAP, MAX_DEPTH, METADATA_DIR_RE, LogFile, TooDeep, classify
 from kraftlog.files.reader import Limits, Region, read_log_file
+from kraftlog.files.storage import Remote, Where
 
 #: Files Kafka leaves in a partition directory that hold no records to replay.
 SKIPPED_SUFFIXES = {
@@ -70,8 +72,8 @@ class FileScan:
 class NodeDir:
     """One node's copy: its log dir and its ``__cluster_metadata-N`` folder."""
 
-    log_dir: Path
-    metadata_dir: Path | None
+    log_dir: Where  # a local Path, or a Remote (see ``storage``)
+    metadata_dir: Where | None
     meta: MetaProperties | None = None
     bootstrap: LogFile | None = None
     segments: list[LogFile] = field(default_factory=list)
@@ -79,9 +81,10 @@ class NodeDir:
     quorum_state: dict | None = None
     leader_epochs: list[tuple[int, int]] = field(default_factory=list)
     partition_metadata: dict[str, str] | None = None
-    skipped: list[tuple[Path, str]] = field(default_factory=list)
+    skipped: list[tuple[Where, str]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
-    unreadable: list[tuple[Path, str]] = field(default_factory=list)  # files that could not be read, and why
+    unreadable: list[tuple[Where, str]] = field(default_factory=list)  # files that could not be read, and why
+    stats: dict[str, storage.Stat] = field(default_factory=dict)  # str(path) -> what listing it said
 
     @property
     def cluster_id(self) -> str | None:
@@ -116,8 +119,13 @@ def _int(text: str | None) -> int | None:
         return None
 
 
-def read_meta_properties(path: Path) -> MetaProperties:
-    props = _properties(path.read_text(errors="replace"))
+def _text(path: Where) -> str:
+    """A small text file's contents (``storage.read_small`` bounds it; undecodable bytes replaced)."""
+    return storage.read_small(path).decode(errors="replace")
+
+
+def read_meta_properties(path: str | os.PathLike | Where) -> MetaProperties:
+    props = _properties(_text(storage.resolve(path)))
     return MetaProperties(
         _int(props.get("version")),
         props.get("cluster.id"),
@@ -131,70 +139,94 @@ def read_meta_properties(path: Path) -> MetaProperties:
 _EPOCH_LINE = re.compile(r"\s*(-?[0-9]{1,19})\s+(-?[0-9]{1,19})\s*")
 
 
-def read_leader_epoch_checkpoint(path: Path) -> list[tuple[int, int]]:
+def read_leader_epoch_checkpoint(path: str | os.PathLike | Where) -> list[tuple[int, int]]:
     """Lines: version, count, then ``epoch startOffset`` pairs; other lines are left out."""
-    lines = path.read_text(errors="replace").split("\n")
+    lines = _text(storage.resolve(path)).split("\n")
     return [(int(m[1]), int(m[2])) for line in lines[2:] if (m := _EPOCH_LINE.fullmatch(line))]
 
 
-def _metadata_dirs(root: Path) -> Iterator[Path]:
+def _metadata_dirs(root: Where, report) -> Iterator[Where]:
+    """``__cluster_metadata-N`` folders below ``root`` in name order, walked as ``paths.walk_tree``
+    walks (iteratively, not into symlinked folders nor below a metadata folder, not deeper than
+    ``MAX_DEPTH``), through the storage layer so that a store is walked too; what is not walked
+    (``TooDeep``, a folder that cannot be listed) goes to ``report``."""
     if METADATA_DIR_RE.match(root.name):
         yield root
         return
-    for dirpath, dirnames, _ in os.walk(root):
-        dirnames.sort()
-        for d in list(dirnames):
-            if METADATA_DIR_RE.match(d):
-                yield Path(dirpath) / d
-                dirnames.remove(d)
+    stack = [(root, 0)]
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            entries = storage.listdir(folder)
+        except storage.StorageError as e:
+            report(e)
+            continue
+        below = []
+        for p, s, link in entries:
+            if s.kind != "dir":
+                continue
+            if METADATA_DIR_RE.match(p.name):
+                yield p
+            elif link:
+                continue
+            elif depth >= MAX_DEPTH:
+                report(TooDeep(str(p), MAX_DEPTH))
+            else:
+                below.append(p)
+        stack.extend((p, depth + 1) for p in reversed(below))
 
 
-def find_nodes(path: str | os.PathLike) -> list[NodeDir]:
-    """Every node copy below ``path``; a log dir without a metadata folder still counts if it
-    holds ``meta.properties`` or ``bootstrap.checkpoint``."""
-    root = Path(path)
-    if not root.is_dir():
+def find_nodes(path: str | os.PathLike | Remote, unreadable: list[OSError] | None = None) -> list[NodeDir]:
+    """Every node copy below ``path`` (a local path, or a ``Remote`` from ``storage.resolve``); a log
+    dir without a metadata folder still counts if it holds ``meta.properties`` or
+    ``bootstrap.checkpoint``. Folders not searched (too deep, or that cannot be listed) are
+    appended to ``unreadable``."""
+    root = path if isinstance(path, Remote) else Path(path)
+    if storage.stat(root).kind != "dir":
         raise FileNotFoundError(f"not a directory: {root}")
-    nodes = [load_node(d.parent, d) for d in _metadata_dirs(root)]
-    if not nodes and ((root / "meta.properties").exists() or (root / BOOTSTRAP).exists()):
+    report = unreadable.append if unreadable is not None else (lambda e: None)
+    nodes = [load_node(d.parent, d) for d in _metadata_dirs(root, report)]
+    if not nodes and any(storage.stat(root / n).kind != "missing" for n in ("meta.properties", BOOTSTRAP)):
         nodes.append(load_node(root, None))
     return nodes
 
 
-def load_node(log_dir: Path, metadata_dir: Path | None) -> NodeDir:
+def load_node(log_dir: Where, metadata_dir: Where | None) -> NodeDir:
     """One copy's files; a file that cannot be read is a problem of the node (one line naming it and
     why), never an exception."""
     node = NodeDir(log_dir, metadata_dir)
 
-    def read(path: Path, parse):
+    def read(path: Where, parse):
         try:
             return parse(path)
-        except OSError as e:
-            node.unreadable.append((path, e.strerror or str(e)))
+        except OSError as e:  # StorageError says "<path>: why"; the path is in the entry already
+            node.unreadable.append((path, str(e).removeprefix(f"{path}: ") if isinstance(e, storage.StorageError)
+                                    else e.strerror or str(e)))
             return None
 
-    if (log_dir / "meta.properties").is_file():
+    if _is_file(log_dir / "meta.properties"):
         node.meta = read(log_dir / "meta.properties", read_meta_properties)
     else:
         node.problems.append("no meta.properties: cluster and node id unknown")
-    if (log_dir / BOOTSTRAP).is_file():
+    if _is_file(log_dir / BOOTSTRAP):
         node.bootstrap = classify(log_dir / BOOTSTRAP)
     if metadata_dir is None:
         return node
-    listing = read(metadata_dir, lambda d: sorted(d.iterdir()))
-    for p in listing or []:
+    for p, s, _ in read(metadata_dir, storage.listdir) or []:
+        node.stats[str(p)] = s
         lf = classify(p)
-        if not p.is_file():
-            node.skipped.append((p, "not a file"))
+        if s.kind != "file":
+            node.skipped.append((p, "not a regular file" if s.kind == "other" else "not a file"))
             if lf.kind != "other":
-                node.unreadable.append((p, f"a directory where a {lf.kind} should be"))
+                node.unreadable.append((p, f"a {'directory' if s.kind == 'dir' else 'special file'} where a "
+                                           f"{lf.kind} should be"))
             continue
         if lf.kind == "segment":
             node.segments.append(lf)
         elif lf.kind == "snapshot":
             node.snapshots.append(lf)
         elif p.name == "quorum-state":
-            text = read(p, Path.read_text)
+            text = read(p, storage.read_small)  # decoded by json.loads: bad UTF-8 is "not JSON" too
             try:
                 state = json.loads(text) if text is not None else None
             except (ValueError, RecursionError) as e:  # RecursionError: nesting too deep
@@ -207,13 +239,21 @@ def load_node(log_dir: Path, metadata_dir: Path | None) -> NodeDir:
         elif p.name == "leader-epoch-checkpoint":
             node.leader_epochs = read(p, read_leader_epoch_checkpoint) or []
         elif p.name == "partition.metadata":
-            node.partition_metadata = read(p, lambda f: _properties(f.read_text(errors="replace")))
+            node.partition_metadata = read(p, lambda f: _properties(_text(f)))
         else:
             why = next((w for s, w in SKIPPED_SUFFIXES.items() if p.name.endswith(s)), "not a Kafka log file")
             node.skipped.append((p, why))
     node.segments.sort(key=lambda f: f.offset)
     node.snapshots.sort(key=lambda f: (f.offset, f.epoch))
     return node
+
+
+def _is_file(path: Where) -> bool:
+    """A regular file is there (one that cannot be looked at is not: as ``Path.is_file``)."""
+    try:
+        return storage.stat(path).kind == "file"
+    except storage.StorageError:
+        return False
 
 
 def scan_file(lf: LogFile, limits: Limits = Limits()) -> FileScan:
@@ -223,7 +263,7 @@ def scan_file(lf: LogFile, limits: Limits = Limits()) -> FileScan:
     expected = None
     lo = hi = None
     try:
-        s.bytes = lf.path.stat().st_size
+        s.bytes = storage.stat(lf.path).size
         for item in read_log_file(lf.path, limits, records=False):
             if isinstance(item, Region):
                 s.regions.append(item)

@@ -5,11 +5,14 @@ stretch skipped while resynchronising, or a magic 0/1 message-set entry that is 
 decoded. Memory is one read window plus the largest batch allowed, whatever the file size.
 """
 
+import errno
 import os
+import stat
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from kraftlog.files.storage import Remote, Source
 from kraftlog.wire import codecs
 from kraftlog.wire.batch import (
     COMPRESSION_MASK,
@@ -21,9 +24,12 @@ from kraftlog.wire.batch import (
     crc_of,
     decode_batch_at,
 )
+from kraftlog.wire.errors import KraftlogError
 
 _PREFIX = struct.Struct(">qiib")  # baseOffset, batchLength, partitionLeaderEpoch, magic
 _LAST_OFFSET_DELTA = struct.Struct(">i")
+_RECORDS_COUNT = struct.Struct(">i")
+_RECORDS_COUNT_AT = HEADER_SIZE - _RECORDS_COUNT.size  # recordsCount ends the header
 _MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD  # 49
 _LEGACY_MIN_LENGTH = {0: 14, 1: 22}  # crc+magic+attrs(+timestamp)+keyLen+valueLen
 _WINDOW = 1 << 20
@@ -35,6 +41,10 @@ _RESYNC_COST_PER_BYTE = 32
 
 #: Kafka's KafkaRaftClient.MAX_BATCH_SIZE_BYTES; larger batches are treated as corrupt length fields.
 DEFAULT_MAX_BATCH_BYTES = 8 * 1024 * 1024
+#: Kafka's QuorumController.MAX_RECORDS_PER_BATCH: the controller writes at most 10,000 records per
+#: batch (and SnapshotEmitter.DEFAULT_BATCH_SIZE puts 1,024 in a snapshot's). A batch declaring more
+#: is not expanded: a few KB of compressed tiny records would otherwise become millions of objects.
+DEFAULT_MAX_RECORDS_PER_BATCH = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +53,33 @@ class Limits:
 
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
     max_decompressed: int = codecs.DEFAULT_MAX_DECOMPRESSED
+    max_records_per_batch: int = DEFAULT_MAX_RECORDS_PER_BATCH
+
+
+def too_many_records(count: int, limits: Limits) -> str | None:
+    """The error of a batch whose header declares more records than ``limits`` allow, read from the
+    header before any record is decoded (its bytes still count as a batch, its records are not read)."""
+    if count <= limits.max_records_per_batch:
+        return None
+    return (f"RecordBatchTooLarge: the batch declares {count} records, more than the "
+            f"{limits.max_records_per_batch} allowed (--max-records-per-batch); its records are not read")
+
+
+class FileChangedError(KraftlogError):
+    """A file that is not what it was when reading began: shorter (truncated by retention or a
+    rewrite) or gone. What was read of it cannot be trusted to be a whole view of one file."""
+
+    def __init__(self, path, was: int, now: int | None) -> None:
+        self.path, self.was, self.now = path, was, now
+        how = "vanished" if now is None else f"was {was} bytes, now {now}"
+        super().__init__(f"file changed while read: {path} {how}")
+
+
+class NotRegularFileError(KraftlogError, OSError):
+    """A FIFO, device or socket named like a log file: opening or reading it could block forever."""
+
+    def __init__(self, path) -> None:
+        super().__init__(errno.EINVAL, "not a regular file (a FIFO, device or socket); skipped", str(path))
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +97,7 @@ class _Window:
 
     def __init__(self, f, size: int) -> None:
         self.f = f
-        self.size = size
+        self.size = size  # as when the file was opened: bytes past it are not read, fewer are a change
         self.buf = b""
         self.start = 0
         self.resync_cost = 0
@@ -78,9 +115,20 @@ class _Window:
         if pos >= start and pos + n <= start + len(self.buf):
             return self.buf, pos - start
         self.f.seek(pos)
-        self.buf = self.f.read(max(n, _WINDOW))
+        want = min(max(n, _WINDOW), self.size - pos)
+        self.buf = self.f.read(want)
         self.start = pos
+        if len(self.buf) < want:
+            raise self.changed()
         return self.buf, 0
+
+    def changed(self) -> FileChangedError:
+        """The error for a file that ended before the size it had when opened."""
+        try:
+            now = os.fstat(self.f.fileno()).st_size
+        except (AttributeError, OSError, ValueError):  # not a real file: what could be read
+            now = self.start + len(self.buf)
+        return FileChangedError(getattr(self.f, "name", "<stream>"), self.size, now)
 
 
 def _plausible_header(buf: bytes, i: int, limits: Limits) -> int:
@@ -136,16 +184,55 @@ def _resync(window: _Window, start: int, limits: Limits) -> int:
 
 
 def read_log_file(
-    path: str | os.PathLike, limits: Limits = Limits(), *, records: bool = True, skip_before: int = -1
+    path: "str | os.PathLike | Remote", limits: Limits = Limits(), *, records: bool = True, skip_before: int = -1
 ) -> Iterator[Batch | Region]:
     """Yield the batches and unreadable regions of one file, in file order.
 
-    The file is opened read-only and no lock is taken, so a live broker's directory can be read.
+    The file is opened read-only and no lock is taken, so a live broker's directory can be read. A
+    ``storage.Remote`` (a file of an object store or HDFS) is read through the storage layer.
     ``records=False`` reads headers and CRCs only; so do batches that end before ``skip_before``.
+    Only the bytes it had when opened are read; a file gone before it is opened, or ending before
+    that size while read (a broker's retention or truncation) raises ``FileChangedError``, and one
+    that is not a regular file ``NotRegularFileError`` (it is opened without blocking, so a FIFO
+    cannot hang the read).
     """
-    with open(path, "rb") as f:
+    if isinstance(path, Remote):  # through pyarrow.fs, in ranged reads (see ``storage``)
+        with Source(path) as src:
+            yield from read_log_stream(src.stream(0), src.size, limits, records=records, skip_before=skip_before)
+        return
+    with open_regular(path) as f:
         yield from read_log_stream(f, os.fstat(f.fileno()).st_size, limits, records=records,
                                    skip_before=skip_before)
+
+
+def open_regular(path: str | os.PathLike):
+    """``path`` opened for binary reading if it is a regular file; a file that is gone is
+    ``FileChangedError`` (it was found before), anything else ``NotRegularFileError``."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise FileChangedError(path, 0, None) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(path))
+        if not stat.S_ISREG(mode):
+            raise NotRegularFileError(path)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    f = os.fdopen(fd, "rb")
+    f.raw.name = os.fspath(path)  # what errors name, not the descriptor's number
+    return f
+
+
+def file_size(path: str | os.PathLike) -> int:
+    """The size of a log file found earlier (``FileChangedError`` if it is gone since)."""
+    try:
+        return os.stat(path).st_size
+    except FileNotFoundError:
+        raise FileChangedError(path, 0, None) from None
 
 
 def read_log_stream(
@@ -154,7 +241,6 @@ def read_log_stream(
     """``read_log_file`` over an open binary file object of known size."""
     window = _Window(f, size)
     max_length = limits.max_batch_bytes - LOG_OVERHEAD
-    max_decompressed = limits.max_decompressed
     unpack_prefix = _PREFIX.unpack_from
     pos = 0
     while pos < size:
@@ -165,7 +251,7 @@ def read_log_stream(
             total = length + LOG_OVERHEAD
             if magic == 2 and _MIN_BATCH_LENGTH <= length <= max_length and i + total <= len(buf):
                 wanted = records and (base >= skip_before or _last_offset(buf, i) >= skip_before)
-                batch = decode_batch_at(buf, i, pos, max_decompressed, records=wanted)
+                batch = _decode(buf, i, pos, limits, wanted)
                 if batch.crc_valid or pos + total == size or _follows(window, pos + total, limits):
                     yield batch
                     pos += total
@@ -201,7 +287,7 @@ def read_log_stream(
             if i + total > len(buf):
                 buf, i = window.get(pos, total)
             wanted = records and (base >= skip_before or _last_offset(buf, i) >= skip_before)
-            batch = decode_batch_at(buf, i, pos, max_decompressed, records=wanted)
+            batch = _decode(buf, i, pos, limits, wanted)
             after = pos + total
             if batch.crc_valid or after == size or _follows(window, after, limits):
                 yield batch
@@ -211,6 +297,15 @@ def read_log_stream(
         nxt = _resync(window, pos + 1, limits)
         yield Region(pos, nxt - pos, "corrupt", problem)
         pos = nxt
+
+
+def _decode(buf: bytes, i: int, pos: int, limits: Limits, records: bool) -> Batch:
+    """``decode_batch_at``, refusing to expand a batch with more records than ``limits`` allow."""
+    refused = records and too_many_records(_RECORDS_COUNT.unpack_from(buf, i + _RECORDS_COUNT_AT)[0], limits)
+    batch = decode_batch_at(buf, i, pos, limits.max_decompressed, records=records and not refused)
+    if refused:
+        batch.error = refused
+    return batch
 
 
 def _last_offset(buf: bytes, i: int) -> int:

@@ -26,6 +26,12 @@ _NOOP_KEY = 20
 UnknownTag = tuple[str, int, bytes]  # (path, tag, raw); path "" is the record, "endPoints[0]" an element
 
 
+def tags_json(unknown_tags: Iterable[UnknownTag]) -> list[dict]:
+    """Unknown tagged fields as JSON: their bytes in base64 (text in their place, as redaction
+    leaves it, as it is)."""
+    return [{"path": p, "tag": t, "data": raw if isinstance(raw, str) else b64(raw)} for p, t, raw in unknown_tags]
+
+
 class MetadataRecord:
     """One decoded metadata record value.
 
@@ -63,7 +69,7 @@ class MetadataRecord:
         if self.decoded_as is not None:
             out["decodedAs"] = self.decoded_as
         if self.unknown_tags:
-            out["unknownTaggedFields"] = [{"path": p, "tag": t, "data": b64(raw)} for p, t, raw in self.unknown_tags]
+            out["unknownTaggedFields"] = tags_json(self.unknown_tags)
         return out
 
     def dump_text(self, offset: int | None = None) -> str:

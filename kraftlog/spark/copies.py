@@ -9,7 +9,6 @@ offsets (``decode.BLOCK_OFFSETS``); only blocks whose digests differ are compare
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 from pyspark.sql import DataFrame, SparkSession
@@ -85,7 +84,7 @@ def likely_first(inv: Inventory) -> set[int]:
             newest[f.copy_id] = max(newest.get(f.copy_id, (-1, -1)), (f.name_offset, f.bytes))
     best: dict[str, tuple[tuple, int]] = {}
     for c in inv.copies:
-        epochs = Path(c.metadata_dir, "leader-epoch-checkpoint") if c.metadata_dir else None
+        epochs = f"{c.metadata_dir}/leader-epoch-checkpoint" if c.metadata_dir else None  # a path or URI
         try:
             epoch = max((e for e, _ in read_leader_epoch_checkpoint(epochs)), default=-1) if epochs else -1
         except OSError:

@@ -20,8 +20,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kraftlog.files.reader import Limits
+from kraftlog.files.reader import Limits, too_many_records
+from kraftlog.files.storage import Source, Stat, StorageError
 from kraftlog.schema import decode_control, decode_metadata, entity_of, redact
+from kraftlog.schema.records import tags_json
 from kraftlog.schema.render import b64
 from kraftlog.spark.entities import REPLAYED_TYPES
 from kraftlog.spark.events import EVENTS, EVENTS_TABLE, SOURCE, controller_rows, routed
@@ -32,6 +34,7 @@ from kraftlog.state.image import ABORT, BEGIN, END
 from kraftlog.wire.batch import (
     COMPRESSION_MASK,
     CONTROL_BIT,
+    HEADER_SIZE,
     LOG_OVERHEAD,
     TIMESTAMP_TYPE_BIT,
     TRANSACTIONAL_BIT,
@@ -84,6 +87,7 @@ class FileMeta(NamedTuple):
     log_dir: str
     file: str
     kind: str
+    seen: Stat | None = None  # what discovery saw of it: a task reads it only while it is still that
 
 
 Note = tuple[int, str, str]  # (file_id, kind, JSON body): what a task tells the driver
@@ -110,8 +114,7 @@ def decode_value(control: bool, key: bytes | None, value: bytes | None) -> tuple
     if rec.error is not None:
         return (rec.type, rec.version, None, None, None, rec.error) + (None,) * 6
     shown = redact(rec)
-    tags = _dumps([{"path": p, "tag": t, "data": b64(raw)} for p, t, raw in rec.unknown_tags]) \
-        if rec.unknown_tags else None
+    tags = _dumps(tags_json(shown.unknown_tags)) if shown.unknown_tags else None  # secrets' bytes redacted
     e = entity_of(rec)
     return (rec.type, rec.version, _dumps(shown.data), None if shown is rec else _dumps(rec.data), tags, None,
             e["topic_id"], e["topic_name"], e["partition_id"], e["broker_id"], e["resource_type"],
@@ -273,34 +276,47 @@ def _errors(meta: FileMeta, w: Walk, out: list[Note]) -> None:
                 "length": int(w.header["batchLength"][i]) + LOG_OVERHEAD, "detail": error})))
 
 
-def read_file(meta: FileMeta, buf: bytes, batches: Parts, root: str, run_id: str, limits: Limits = Limits(),
+def _unreadable(meta: FileMeta, e: StorageError) -> Note:
+    """A file that could not be read, or not to its end, as the one line that says why (whether it
+    vanished, changed since it was listed, changed while read, or cannot be opened)."""
+    return (meta.file_id, "unreadable", json.dumps({"detail": str(e).removeprefix(f"{meta.file}: ")}))
+
+
+def read_file(meta: FileMeta, buf: bytes | Source, batches: Parts, root: str, run_id: str, limits: Limits = Limits(),
               records: bool = True) -> list[Note]:
     """Pass one, over every file of every copy: its batches into ``batches`` (the task's file of its
     cluster). With ``records``, a segment's records go to the ``decoded`` staging table (see
     ``_Decoded``); without, that waits for ``decode_file``, if the file supplies offsets. A
-    snapshot's records are decoded only if a timeline starts from it (``seed_file``)."""
+    snapshot's records are decoded only if a timeline starts from it (``seed_file``). A file that
+    cannot be read (to its end) is an ``unreadable`` note; what was read of it before counts."""
     summary = _Summary(meta)
     rows = batches.of(meta.cluster_id)
     decoded = _Decoded(root, meta) if meta.kind == "segment" and records else None
-    for w in walk(buf, limits, want=None if decoded else []):
-        rows.write(_batch_rows(meta, w, run_id))
-        summary.add(w)
-        if decoded is not None:
-            decoded.add(w, summary.notes)
-        elif meta.kind != "segment" and w.count and summary.info["snapshot_timestamp"] is None:
-            summary.info["snapshot_timestamp"] = _header_timestamp(buf, int(w.positions[0]), limits)
+    try:
+        for w in walk(buf, limits, want=None if decoded else []):
+            rows.write(_batch_rows(meta, w, run_id))
+            summary.add(w)
+            if decoded is not None:
+                decoded.add(w, summary.notes)
+            elif meta.kind != "segment" and w.count and summary.info["snapshot_timestamp"] is None:
+                summary.info["snapshot_timestamp"] = _header_timestamp(buf, int(w.positions[0]), limits)
+    except StorageError as e:
+        summary.notes.append(_unreadable(meta, e))
     if decoded is not None:
         decoded.close()
     return summary.finish()
 
 
-def decode_file(meta: FileMeta, buf: bytes, want: list[tuple[int, int]], root: str,
+def decode_file(meta: FileMeta, buf: bytes | Source, want: list[tuple[int, int]], root: str,
                 limits: Limits = Limits()) -> list[Note]:
     """The records of a segment that ``read_file`` left undecoded, at the offsets it supplies."""
     notes: list[Note] = []
     decoded = _Decoded(root, meta)
-    for w in walk(buf, limits, want=want):
-        decoded.add(w, notes, overlaps(w.rec_offset, w.rec_offset, want))
+    try:
+        for w in walk(buf, limits, want=want):
+            decoded.add(w, notes, overlaps(w.rec_offset, w.rec_offset, want))
+    except StorageError as e:
+        notes.append(_unreadable(meta, e))
     decoded.close()
     return notes
 
@@ -324,8 +340,13 @@ class _Decoded:
         self.sink.close()
 
 
-def _header_timestamp(buf: bytes, position: int, limits: Limits) -> int | None:
+def _header_timestamp(buf: bytes | Source, position: int, limits: Limits) -> int | None:
     """``lastContainedLogTimestamp`` of the SnapshotHeader a snapshot's first batch holds."""
+    if isinstance(buf, Source):  # that batch alone (a header batch is bytes long)
+        buf, position = buf.read_at(position, min(limits.max_batch_bytes, buf.size - position)), 0
+    if too_many_records(int.from_bytes(buf[position + HEADER_SIZE - 4 : position + HEADER_SIZE], "big", signed=True),
+                        limits):
+        return None
     batch = decode_batch_at(buf, position, position, limits.max_decompressed, verify_crc=False)
     if batch.error is not None or not batch.is_control or not batch.records:
         return None
@@ -383,21 +404,24 @@ def _replayed(rb: pa.RecordBatch) -> np.ndarray:
             & ~rb.column("is_control").to_numpy(zero_copy_only=False))
 
 
-def seed_file(meta: FileMeta, buf: bytes, seed_offset: int, seed_time: int | None, root: str, buckets: int,
-              limits: Limits = Limits()) -> list[Note]:
+def seed_file(meta: FileMeta, buf: bytes | Source, seed_offset: int, seed_time: int | None, root: str,
+              buckets: int, limits: Limits = Limits()) -> list[Note]:
     """A snapshot a cluster's timelines start from: its records as events at its last contained
     offset (in snapshot order); notes of its topic names and what could not be decoded."""
     notes: list[Note] = []
     events = staged_events(root, f"seed-{meta.file_id}")
-    for w in walk(buf, limits):
-        _errors(meta, w, notes)
-        for rb in _record_rows(meta.file_id, w):
-            _notes_of(meta.file_id, rb, notes)
-            rb = rb.filter(pa.array(_replayed(rb)))
-            n = rb.num_rows
-            at = pa.repeat(pa.scalar(seed_offset, pa.int64()), n)
-            src = _source(rb, at, at, rb.column("offset"), pa.repeat(pa.scalar(seed_time, pa.int64()), n))
-            _stage(events, routed(meta.cluster_id, src, buckets, {}))
+    try:
+        for w in walk(buf, limits):
+            _errors(meta, w, notes)
+            for rb in _record_rows(meta.file_id, w):
+                _notes_of(meta.file_id, rb, notes)
+                rb = rb.filter(pa.array(_replayed(rb)))
+                n = rb.num_rows
+                at = pa.repeat(pa.scalar(seed_offset, pa.int64()), n)
+                src = _source(rb, at, at, rb.column("offset"), pa.repeat(pa.scalar(seed_time, pa.int64()), n))
+                _stage(events, routed(meta.cluster_id, src, buckets, {}))
+    except StorageError as e:
+        notes.append(_unreadable(meta, e))
     events.close()
     return notes
 

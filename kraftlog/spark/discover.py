@@ -1,17 +1,20 @@
 """Which files the job reads, found the way ``kraftlog inspect`` finds them (``find_nodes``).
 
-Discovery runs on the driver over paths it can see (local disks, or a mount the executors share);
-``meta.properties`` names each copy's cluster and node.
+Discovery runs on the driver, over local paths or URIs (``kraftlog.files.storage``): the tables name
+each file as the driver found it (an absolute local path, or the URI below the one the user gave),
+and a task reads it by that name. ``meta.properties`` names each copy's cluster and node; what each
+file was when listed (``Inventory.seen``: size, modification time, inode) is what a task checks it
+against before reading it.
 """
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import NamedTuple
-from urllib.parse import unquote, urlparse
 
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
+from kraftlog.files import storage
 from kraftlog.files.logdir import NodeDir, find_nodes
+from kraftlog.files.storage import Remote, Stat, Where
 
 READABLE = ("segment", "snapshot", "bootstrap")
 
@@ -61,22 +64,31 @@ class Inventory:
     copies: list[Copy] = field(default_factory=list)
     files: list[FileEntry] = field(default_factory=list)
     problems: list[tuple[int, str]] = field(default_factory=list)  # (copy_id, message)
+    seen: dict[int, Stat] = field(default_factory=dict)  # file_id -> what it was when listed
 
     @property
     def readable(self) -> list[FileEntry]:
         return [f for f in self.files if f.kind in READABLE]
 
 
+def where(given: str) -> Where:
+    """An input as the user typed it or Spark reports it: a local ``Path`` made absolute
+    (``file:/a%20b`` -> ``/a b``), or a ``Remote`` for a URI (``s3://``, ``gs://``, ...)."""
+    found = storage.resolve(given)
+    return found if isinstance(found, Remote) else found.absolute()
+
+
 def local_path(path: str) -> str:
-    """A local path from what the user typed or Spark reports (``file:/a%20b`` -> ``/a b``)."""
-    if path.startswith("file:"):
-        path = unquote(urlparse(path).path)
-    return str(Path(path).absolute())
+    """An input's name in the tables and the manifest: an absolute local path, or its URI."""
+    return str(where(path))
 
 
-def cannot_open(path: Path) -> str | None:
-    """Why the driver cannot open ``path`` (permission denied, an I/O error), or None: such a file is
-    a ``problems`` row of kind ``unreadable``, not a failed task."""
+def cannot_open(path: Where) -> str | None:
+    """Why the driver cannot open a local ``path`` (permission denied, an I/O error), or None: such a
+    file is a ``problems`` row of kind ``unreadable``, not a failed task. A file of a store is not
+    opened here (a request per file): a task that cannot read it says so, as the same kind of row."""
+    if isinstance(path, Remote):
+        return None
     try:
         with open(path, "rb"):
             return None
@@ -99,10 +111,16 @@ def discover(inputs: list[str]) -> Inventory:
     inv = Inventory()
     seen: set[str] = set()
     for given in inputs:
+        unsearched: list[OSError] = []
         try:
-            nodes = find_nodes(local_path(given))
+            nodes = find_nodes(where(given), unsearched)
         except FileNotFoundError:
             raise InputError(f"--input {given}: no such directory") from None
+        except storage.StorageError as e:
+            raise InputError(f"--input {given}: {e}") from None
+        if unsearched:  # part of the input unsearched: its tables would pass for the whole of it
+            e = unsearched[0]
+            raise InputError(f"--input {given}: {e.filename}: {e.strerror}" if e.filename else f"--input {given}: {e}")
         if not nodes:
             raise InputError(f"--input {given}: no KRaft log dir below it (no __cluster_metadata-0 folder, "
                              "meta.properties or bootstrap.checkpoint)")
@@ -116,11 +134,18 @@ def discover(inputs: list[str]) -> Inventory:
             inv.copies.append(copy)
             inv.problems.extend((copy.copy_id, p) for p in node.problems)
 
-            def add(path: Path, kind: str, offset: int | None, epoch: int | None, why: str | None,
-                    copy: Copy = copy) -> None:
-                size = path.stat().st_size if path.is_file() else 0
+            def add(path: Where, kind: str, offset: int | None, epoch: int | None, why: str | None,
+                    copy: Copy = copy, node: NodeDir = node) -> None:
+                found = node.stats.get(str(path))  # from the listing: no request per file of a store
+                if found is None:
+                    try:
+                        found = storage.stat(path)
+                    except storage.StorageError:  # a task reading it says why
+                        found = storage.MISSING
+                inv.seen[len(inv.files)] = found
                 inv.files.append(FileEntry(len(inv.files), copy.copy_id, copy.cluster_id, copy.node_id,
-                                           copy.log_dir, str(path.absolute()), kind, offset, epoch, size, why))
+                                           copy.log_dir, str(path.absolute()), kind, offset, epoch,
+                                           found.size if found.kind == "file" else 0, why))
 
             unreadable = dict(node.unreadable)
             for lf in [*([node.bootstrap] if node.bootstrap else []), *node.snapshots, *node.segments]:

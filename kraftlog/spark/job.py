@@ -12,7 +12,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from urllib.parse import urlparse
 
 import pyspark
 from pyspark.sql import SparkSession
@@ -21,15 +20,15 @@ from pyspark.sql.types import StringType, StructField
 
 from kraftlog import __version__
 from kraftlog.files.logdir import load_node
-from kraftlog.files.paths import read_by
 from kraftlog.files.reader import Limits
 from kraftlog.report import collect, write_report
-from kraftlog.spark import copies, entities, passes, tables, views
+from kraftlog.spark import copies, entities, guard, passes, tables, views
 from kraftlog.spark.decode import BATCHES, RECORDS
 from kraftlog.spark.discover import Inventory, discover, local_path
 from kraftlog.spark.events import EVENTS_TABLE
-from kraftlog.spark.output import Output, new_run_id
+from kraftlog.spark.output import Output
 from kraftlog.spark.plan import Plan, Snapshot, plan
+from kraftlog.spark.sink import NotVisible
 from kraftlog.spark.timelines import history_schema
 from kraftlog.spark.transactions import Marker, transactions
 from kraftlog.state.rebuild import parse_time
@@ -56,6 +55,7 @@ class Options:
     redact: bool = True
     limits: Limits = field(default_factory=Limits)
     report: str | None = None  # HTML file on the driver's filesystem; one per cluster when there are several
+    overwrite: bool = False  # replace an existing output kraftlog did not write (see ``guard``)
 
 
 class Stages:
@@ -90,12 +90,22 @@ def _snapshots(inv: Inventory, summary: dict, rank: dict[int, int], apart: set[i
     return out
 
 
-def _buckets(spark: SparkSession, summary: dict) -> int:
-    """Buckets of timeline events: ``PER_CORE`` per core, or a multiple of that for a big fleet (a bucket is
-    held in one task's memory, a few hundred bytes an event), so that the cores end together."""
-    records = sum(s.records for s in summary.values())
-    per_round = passes.PER_CORE * spark.sparkContext.defaultParallelism
-    return per_round * max(1, -(-records // (EVENTS_PER_BUCKET * per_round)))
+def _buckets(summary: dict) -> int:
+    """Buckets of timeline events, from the size of the logs (a bucket is held in one task's memory,
+    a few hundred bytes an event): one per ``EVENTS_PER_BUCKET`` log records, at least
+    ``passes.MIN_TASKS``. Not from the cores a cluster has: the same input is bucketed the same way
+    everywhere."""
+    return max(passes.MIN_TASKS, -(-sum(s.records for s in summary.values()) // EVENTS_PER_BUCKET))
+
+
+def _check_decoded(out: Output, want: dict[int, list]) -> None:
+    """Every file that supplies records has its staged records reported and visible to the driver
+    (``finish_records`` reads them by file id), before the pass that reads them."""
+    decoded = {int(p["part"]) for p in out.check("decoded")}
+    missing = sorted(set(want) - decoded)
+    if missing:
+        raise NotVisible(f"no task reported the staged records of input file {missing[0]} (of {len(missing)} "
+                         "files): a task's report is lost")
 
 
 def _plans(inv: Inventory, supplied: list[tuple[int, int, int]], snaps: dict[str, list[Snapshot]]) -> dict[str, Plan]:
@@ -133,21 +143,6 @@ def _points(opts: Options, inv: Inventory, plans: dict[str, Plan], decoded: list
     return sorted(set(rows))
 
 
-def check_report(report: str, inputs: list[str]) -> None:
-    """Refuse, before any work, a report the job could not write or would write into what it reads
-    (an input, or the log dir of a metadata folder given as one): reading never writes into an input.
-    A folder that does not exist yet is made when the report is written."""
-    if urlparse(report).scheme not in ("", "file"):
-        raise ValueError(f"--report {report}: the report is written on the driver's filesystem; give a local path")
-    target = Path(local_path(report)).resolve()
-    if target.is_dir():
-        raise ValueError(f"--report {report} is a directory; give the HTML file to write")
-    given = read_by(target, [local_path(i) for i in inputs])
-    if given is not None:
-        raise ValueError(f"--report {report} is inside the input {given} (or its log dir); "
-                         "reading never writes into an input")
-
-
 def report_file(report: str, cluster_id: str, clusters: int) -> Path:
     """``report`` itself for one cluster; for several, ``<stem>-<cluster_id><suffix>`` beside it. Kafka's
     cluster ids are base64url; anything else (from a copied meta.properties) must not name another folder."""
@@ -181,10 +176,14 @@ def _reports(opts: Options, inv: Inventory, rank: dict[int, int],
 
 
 def run(spark: SparkSession, opts: Options) -> dict:
-    """Run the job; returns the manifest written beside the tables."""
-    if opts.report:
-        check_report(opts.report, opts.inputs)
-    run_id, started = new_run_id(), datetime.now(UTC)
+    """Run the job; returns the manifest written beside the tables. The output is checked and locked
+    first (``guard.claim``, which the command line took already before starting Spark)."""
+    with guard.claim(opts.output, opts.inputs, opts.overwrite, opts.report) as claim:
+        return _run(spark, opts, claim)
+
+
+def _run(spark: SparkSession, opts: Options, claim: guard.Claim) -> dict:
+    run_id, started = claim.run_id, datetime.now(UTC)
     out = Output(spark, opts.output, run_id)
     stages = Stages()
     try:
@@ -194,6 +193,7 @@ def run(spark: SparkSession, opts: Options) -> dict:
             first = copies.likely_first(inv)
             eager = {f.file_id for f in inv.readable if f.copy_id in first}
             notes = passes.by_kind(passes.read(spark, inv, out.root, run_id, opts.limits, eager))
+            out.reported(notes["part"])
             summary = copies.summaries(notes["file"])
             out.staged("batches", _with_cluster(BATCHES), sum(s.batches for s in summary.values()))
         with stages("copies"):
@@ -212,16 +212,19 @@ def run(spark: SparkSession, opts: Options) -> dict:
             want = copies.wanted(supplied)
             snaps = _snapshots(inv, summary, rank, set(apart))
             plans = _plans(inv, supplied, snaps)
-            buckets = _buckets(spark, summary)
+            buckets = _buckets(summary)
         with stages("decode"):  # the segments of other copies, where they supply offsets
             late = passes.by_kind(passes.decode(spark, inv, {i: w for i, w in want.items() if i not in eager},
                                                 out.root, opts.limits))
+            out.reported(late["part"])
+            _check_decoded(out, want)
             # what a copy holds beyond the offsets it supplies is another copy's to tell
             notes |= {kind: [(i, n) for i, n in notes[kind] + late[kind] if copies.supplies(want, i, n["offset"])]
                       for kind in ("marker", "topic", "undecodable", "batch-error")}
         with stages("seeds"):
             seeded = passes.by_kind(passes.seeds(spark, inv, [s for p in plans.values() for s in p.seeds], out.root,
                                                  buckets, opts.limits))
+            out.reported(seeded["part"])
         with stages("records"):
             cluster_of = {f.file_id: f.cluster_id for f in inv.files}
             txns = defaultdict(list)
@@ -233,6 +236,7 @@ def run(spark: SparkSession, opts: Options) -> dict:
                 spark, inv, want, out.root, run_id, names, {c: sorted(t) for c, t in txns.items()},
                 {c: p.ranges for c, p in plans.items()}, opts.redact, [parse_time(t) for t in opts.at_times],
                 buckets))
+            out.reported(finished["part"])
             out.staged("records", _with_cluster(RECORDS), sum(n["records"] for _, n in finished["finished"]))
         with stages("timelines"):
             epochs: dict[tuple[str, int], tuple[int, int]] = {}
@@ -242,11 +246,15 @@ def run(spark: SparkSession, opts: Options) -> dict:
             starts = defaultdict(list)
             for (c, e), (o, t) in sorted(epochs.items()):
                 starts[c].append((e, o, t))
-            written = passes.timelines(spark, out.root, buckets, {c: p.resets for c, p in plans.items()}, starts,
-                                       names, opts.redact, run_id)
+            events = defaultdict(list)
+            for part in out.check(EVENTS_TABLE):
+                events[part["value"]].append(part)
+            written = passes.by_kind(passes.timelines(spark, out.root, buckets, events,
+                                                      {c: p.resets for c, p in plans.items()}, starts, names,
+                                                      opts.redact, run_id))
+            out.reported(written["part"])
             for e in entities.ENTITIES:
-                out.staged(e.table, _with_cluster(history_schema(e)),
-                           sum(n[e.table] for _, n in passes.by_kind(written)["timeline"]))
+                out.staged(e.table, _with_cluster(history_schema(e)), sum(n[e.table] for _, n in written["timeline"]))
         with stages("views"):
             points = _points(opts, inv, plans, finished["finished"], snaps)
             if points:
@@ -270,6 +278,7 @@ def run(spark: SparkSession, opts: Options) -> dict:
             with stages("report"):
                 reports = _reports(opts, inv, rank, out.place)
         manifest = _manifest(spark, out, opts, inv, rank, plans, stages, run_id, started, reports)
+        manifest["removed_stale"] = claim.removed  # earlier runs' staging folders
         out.write_manifest(manifest)
         out.publish()
         return manifest
@@ -300,7 +309,7 @@ def _manifest(spark: SparkSession, out: Output, opts: Options, inv: Inventory, r
                     "max_batch_bytes": opts.limits.max_batch_bytes, "max_decompressed": opts.limits.max_decompressed},
         "versions": {"kraftlog": __version__, "pyspark": pyspark.__version__, "python": sys.version.split()[0],
                      "crc32c": CRC_IMPLEMENTATION},
-        "master": spark.sparkContext.master,
+        "master": spark.conf.get("spark.master", None),
         "input_bytes": sum(f.bytes for f in inv.readable),
         "counts": {t: out.counts[t] for t in TABLES},
         "stage_seconds": stages.seconds,

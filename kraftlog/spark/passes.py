@@ -6,14 +6,16 @@ end together."""
 
 import gc
 import json
-import mmap
+import re
 from collections import defaultdict
 from collections.abc import Collection
 from contextlib import contextmanager
 
+import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from kraftlog.files.reader import Limits
+from kraftlog.files.storage import Source
 from kraftlog.spark.decode import (
     BATCHES,
     RECORDS,
@@ -27,10 +29,8 @@ from kraftlog.spark.decode import (
 )
 from kraftlog.spark.discover import Inventory
 from kraftlog.spark.plan import Reset, Snapshot
-from kraftlog.spark.sink import Parts
+from kraftlog.spark.sink import NotVisible, Parts, recording
 from kraftlog.spark.timelines import fold_bucket
-
-PER_CORE = 4  # Spark tasks per core in a pass, by default: the cores end closer together
 
 
 def _sizes(inv: Inventory, keep: Collection[int] | None = None) -> dict[int, int]:
@@ -39,7 +39,22 @@ def _sizes(inv: Inventory, keep: Collection[int] | None = None) -> dict[int, int
 
 
 def _meta(inv: Inventory) -> dict[int, FileMeta]:
-    return {f.file_id: FileMeta(f.file_id, f.cluster_id, f.node_id, f.log_dir, f.file, f.kind) for f in inv.readable}
+    return {f.file_id: FileMeta(f.file_id, f.cluster_id, f.node_id, f.log_dir, f.file, f.kind, inv.seen.get(f.file_id))
+            for f in inv.readable}
+
+
+#: Input bytes per Spark task a pass aims at (``tasks``).
+TASK_BYTES = 64 << 20
+#: Tasks of a pass at least, where there is that much to deal out: on small inputs, enough for
+#: a few cores to end together.
+MIN_TASKS = 8
+
+
+def tasks(total_bytes: int) -> int:
+    """Spark tasks for a pass over ``total_bytes`` of input: one per ``TASK_BYTES``, at least
+    ``MIN_TASKS``. Sized by what is read, not by the cores a cluster has when the pass starts
+    (dynamic allocation starts from none), so that the same input is split the same way everywhere."""
+    return max(MIN_TASKS, -(-total_bytes // TASK_BYTES))
 
 
 def _groups(weights: dict[int, int], count: int) -> list[list[int]]:
@@ -54,25 +69,42 @@ def _groups(weights: dict[int, int], count: int) -> list[list[int]]:
     return sorted((m for _, m in groups), key=lambda m: -sum(weights[t] for t in m))
 
 
-def _over_groups(spark: SparkSession, weights: dict[int, int], work, per_core: int = PER_CORE) -> list[Note]:
-    """``work(group, tasks)`` for task ids dealt into about ``per_core`` groups per core of about
-    equal weight, one Spark task per group, in parallel; the notes they return, collected."""
+#: What a Spark task returns: its notes, and a ``part`` note per file it wrote (see ``sink.recording``).
+NOTES = "file_id long, kind string, body string"
+
+
+def _over_groups(spark: SparkSession, weights: dict[int, int], work, count: int | None = None) -> list[Note]:
+    """``work(group, tasks)`` for task ids dealt into ``count`` groups of about equal weight
+    (``tasks`` of the total weight, by default), one Spark task per group, in parallel; the notes
+    they return and a ``part`` note for every file they wrote, collected. DataFrame functions only
+    (a range of group ids mapped by ``mapInArrow``): the same on classic Spark and Spark Connect."""
     if not weights:
         return []
-    groups = _groups(weights, per_core * spark.sparkContext.defaultParallelism)
+    groups = _groups(weights, count or tasks(sum(weights.values())))
 
-    def run(ids):
-        for g in ids:
-            with _rare_collections():
-                yield from work(g, groups[g])
+    def run(batches):
+        for batch in batches:
+            for g in batch.column(0).to_pylist():
+                with _rare_collections(), recording() as parts:
+                    notes = list(work(g, groups[g]))
+                notes += [(g, "part", json.dumps({**p, "task": g})) for p in parts]
+                yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(
+                    zip(*notes, strict=True) if notes else ([], [], []), (pa.int64(), pa.string(), pa.string()),
+                    strict=True)], names=["file_id", "kind", "body"])
 
-    # plain RDD tasks: only a few notes per file come back, and no SQL plan is needed to start them
-    return spark.sparkContext.parallelize(range(len(groups)), len(groups)).mapPartitions(run).collect()
+    try:
+        got = spark.range(len(groups), numPartitions=len(groups)).mapInArrow(run, NOTES).toArrow()
+    except Exception as e:  # a task that could not read a part another wrote: that line, not a stack trace
+        seen = re.search(r"part written by task .*", str(e))
+        if seen is None:
+            raise
+        raise NotVisible(seen.group(0)) from None
+    return list(zip(*(got.column(c).to_pylist() for c in ("file_id", "kind", "body")), strict=True))
 
 
-def _over_tasks(spark: SparkSession, weights: dict[int, int], work) -> list[Note]:
+def _over_tasks(spark: SparkSession, weights: dict[int, int], work, count: int | None = None) -> list[Note]:
     """``work(task)`` for every task id, as ``_over_groups`` deals them."""
-    return _over_groups(spark, weights, lambda _, tasks: [n for task in tasks for n in work(task)])
+    return _over_groups(spark, weights, lambda _, tasks: [n for task in tasks for n in work(task)], count)
 
 
 @contextmanager
@@ -88,21 +120,19 @@ def _rare_collections():
         gc.set_threshold(*before)
 
 
-def _read(meta: FileMeta) -> bytes | mmap.mmap:
-    """The file's bytes, mapped: a task's memory does not grow with the size of what it reads
-    (a file named like a segment can be any size)."""
-    with open(meta.file, "rb") as f:
-        try:
-            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        except ValueError:  # an empty file cannot be mapped
-            return b""
+def _read(meta: FileMeta) -> Source:
+    """The file (a local path or a URI), read through the storage layer in windows (``walk.WINDOW``),
+    so a task's memory does not grow with the size of what it reads; never mapped, since a file
+    truncated under a map kills the worker (SIGBUS). It is checked against what discovery saw when
+    first read and again at the end: a file gone, replaced, changed or unreadable is an
+    ``unreadable`` note of the pass (see ``decode``), never a crash."""
+    return Source(meta.file, meta.seen)
 
 
 def read(spark: SparkSession, inv: Inventory, root: str, run_id: str, limits: Limits,
          records: set[int]) -> list[Note]:
     """Pass one over every readable file: ``batches`` (all copies), and the staged records of the
-    segments ``records`` names. Eight groups per core: file sizes vary (segments and snapshots), and
-    smaller groups end closer together."""
+    segments ``records`` names."""
     meta = _meta(inv)
 
     def group(g: int, tasks: list[int]) -> list[Note]:
@@ -112,7 +142,7 @@ def read(spark: SparkSession, inv: Inventory, root: str, run_id: str, limits: Li
         batches.close()
         return notes
 
-    return _over_groups(spark, _sizes(inv), group, per_core=8)
+    return _over_groups(spark, _sizes(inv), group)
 
 
 def decode(spark: SparkSession, inv: Inventory, want: dict[int, list[tuple[int, int]]], root: str,
@@ -150,12 +180,14 @@ def finish(spark: SparkSession, inv: Inventory, want: dict[int, list[tuple[int, 
     return _over_groups(spark, _sizes(inv, want), group)
 
 
-def timelines(spark: SparkSession, root: str, buckets: int, resets: dict[str, list[Reset]],
-              epochs: dict[str, list[tuple[int, int, int]]], names: dict[str, str], redact: bool,
-              run_id: str) -> list[Note]:
-    """Every timeline table, one task per bucket of events."""
-    return _over_tasks(spark, dict.fromkeys(range(buckets), 1), lambda b: [(b, "timeline", json.dumps(
-        fold_bucket(root, b, buckets, resets, epochs, names, redact, run_id)))])
+def timelines(spark: SparkSession, root: str, buckets: int, events: dict[int, list[dict]],
+              resets: dict[str, list[Reset]], epochs: dict[str, list[tuple[int, int, int]]], names: dict[str, str],
+              redact: bool, run_id: str) -> list[Note]:
+    """Every timeline table, one task per bucket of events; ``events``: the staged parts of each
+    bucket, as the tasks that wrote them reported them."""
+    weights = {b: 1 + sum(p["bytes"] for p in events.get(b, [])) for b in range(buckets)}
+    return _over_tasks(spark, weights, lambda b: [(b, "timeline", json.dumps(
+        fold_bucket(root, b, events.get(b, []), buckets, resets, epochs, names, redact, run_id)))], buckets)
 
 
 def by_kind(notes: list[Note]) -> dict[str, list[tuple[int, object]]]:

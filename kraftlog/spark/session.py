@@ -1,23 +1,29 @@
 """The Spark session the job, the benchmark and the tests use.
 
-Started from plain Python, it is a ``local[*]`` session bound to loopback (no UI) whose workers run
-this interpreter, so they import the same kraftlog, and whose driver JVM maps its classes from an
-archive if ``python -m kraftlog.spark.classes`` wrote one. Started by ``spark-submit``, the
-submitter's master and network settings win; only the tuning below is added where the user set
-nothing.
+With a Spark Connect URL (``--remote`` or ``SPARK_REMOTE``) it is a Connect session: the job uses
+only DataFrame functions, no ``sparkContext``. Otherwise, started from plain Python, it is a
+``local[*]`` session bound to loopback (no UI) whose workers run this interpreter, so they import
+the same kraftlog, and whose driver JVM maps its classes from an archive if ``python -m
+kraftlog.spark.classes`` wrote one. Started by ``spark-submit`` or through Connect, the cluster's
+master and network settings win; only the tuning below is added where the user set nothing. A
+Connect session gets this kraftlog shipped to the server's Python workers.
 """
 
 import hashlib
 import os
 import shutil
 import sys
+import tempfile
 import threading
 import warnings
+import zipfile
 from pathlib import Path
 
 import pyspark
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
+
+import kraftlog
 
 #: Only for sessions we start ourselves: a laptop or CI box must not listen on other interfaces.
 LOOPBACK = {
@@ -77,22 +83,28 @@ def submitted() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
-def session(master: str | None = None, app_name: str = "kraftlog", extra: dict[str, str] | None = None) -> SparkSession:
-    """The active session, or a new one: ``master`` (default ``local[*]``) unless spark-submit chose it."""
+def session(master: str | None = None, app_name: str = "kraftlog", extra: dict[str, str] | None = None,
+            remote: str | None = None) -> SparkSession:
+    """The active session, or a new one: a Spark Connect session to ``remote`` (or ``SPARK_REMOTE``),
+    else ``master`` (default ``local[*]``) unless spark-submit chose it."""
     # pyspark checks the pandas version even for Arrow-only functions; kraftlog does not use pandas
     warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
     builder = SparkSession.builder.appName(app_name)
-    if submitted():
-        if master:
+    if remote or os.environ.get("SPARK_REMOTE") or submitted():
+        # a Connect server or spark-submit owns the cluster; only SQL settings the user left unset are added
+        if remote:
+            builder = builder.remote(remote)
+        elif master and not os.environ.get("SPARK_REMOTE"):
             builder = builder.master(master)
         spark = builder.getOrCreate()
-        given = spark.sparkContext.getConf()
         for key, value in {**TUNING, **(extra or {})}.items():
-            if not given.contains(key):
+            if spark.conf.get(key, None) is None:
                 spark.conf.set(key, value)
+        if not submitted():
+            _ship_package(spark)
         return spark
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -100,26 +112,38 @@ def session(master: str | None = None, app_name: str = "kraftlog", extra: dict[s
     context = SparkContext.getOrCreate(SparkConf().setMaster(master or "local[*]").setAppName(app_name)
                                        .setAll(list(settings.items())))
     context.setLogLevel("WARN")
-    # the SQL session takes a second or so to set up on the driver, and the Python workers as long
-    # to start on the first job: one overlaps the other
-    warm = threading.Thread(target=_start_workers, args=(context,), daemon=True)
-    warm.start()
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    warm.join()
+    # the passes' Python workers (those of mapInArrow: the SQL runner does not share the RDD's) start
+    # with the passes' modules imported, and the first query is planned, while the driver discovers
+    threading.Thread(target=_start_workers, args=(spark, context.defaultParallelism), daemon=True).start()
     return spark
 
 
-def _start_workers(context: SparkContext) -> None:
+def _ship_package(spark: SparkSession) -> None:
+    """The kraftlog this client runs, as a zip of its modules, to a Connect server's Python workers
+    (an artifact of this session only), so that they run the same code as the driver."""
+    package = Path(kraftlog.__file__).parent
+    if not package.is_dir():  # imported from a zip itself: the server has it already
+        return
+    with tempfile.TemporaryDirectory(prefix="kraftlog-ship-") as tmp:
+        zipped = Path(tmp) / "kraftlog.zip"
+        with zipfile.ZipFile(zipped, "w") as z:
+            for path in sorted(package.rglob("*.py")):
+                z.write(path, path.relative_to(package.parent))
+        spark.addArtifacts(str(zipped), pyfile=True)
+
+
+def _start_workers(spark: SparkSession, slots: int) -> None:
     """One task per core, so each core's Python worker is up with the passes' modules imported."""
-    slots = context.defaultParallelism
-    context.parallelize(range(slots), slots).foreachPartition(_import_passes)
+    spark.range(slots, numPartitions=slots).mapInArrow(_import_passes, "id long").collect()
 
 
-def _import_passes(_) -> None:
+def _import_passes(batches):
     import pyarrow as pa
 
     import kraftlog.spark.passes  # noqa: F401
 
     pa.array([0])  # pyarrow's first conversion of Python values imports pandas
+    yield from batches

@@ -8,15 +8,22 @@ temporary name renamed into place: a retried or speculative task replaces its fi
 
 What only a later pass reads back (``staged``) is Arrow IPC, lz4-compressed: half of Parquet's
 cost to write and a third of its cost to read, for about seven times the bytes.
+
+Every file a task closes is reported to the driver (``recording``): the driver checks each one is
+there before a later pass reads it or the run is published, and readers read the parts reported,
+never whatever a folder holds (a folder the reader cannot see would read as empty).
 """
 
+import socket
 import uuid
-from urllib.parse import urlparse
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pyarrow as pa
-import pyarrow.fs as pafs
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
+
+from kraftlog.files.storage import filesystem
 
 #: Characters Spark escapes in partition folder names (``ExternalCatalogUtils.escapePathName``).
 _ESCAPED = set(chr(c) for c in range(1, 32)) | set('"#%\'*/:=?\\\x7f{[]^')
@@ -25,15 +32,6 @@ _ESCAPED = set(chr(c) for c in range(1, 32)) | set('"#%\'*/:=?\\\x7f{[]^')
 def partition_value(value: str) -> str:
     """``cluster_id=<value>`` as Spark writes and reads it back."""
     return "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in value)
-
-
-def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
-    """A pyarrow filesystem and path for a Hadoop-style URI (``file:/x``, ``hdfs://nn/x``, ``s3a://b/x``)."""
-    parsed = urlparse(uri)
-    if parsed.scheme in ("", "file"):
-        return pafs.LocalFileSystem(), parsed.path
-    scheme = "s3" if parsed.scheme in ("s3a", "s3n") else parsed.scheme
-    return pafs.FileSystem.from_uri(uri.replace(parsed.scheme + "://", scheme + "://", 1))
 
 
 def encodings(schema: pa.Schema) -> dict:
@@ -55,10 +53,12 @@ class Sink:
     def __init__(self, root: str, table: str, schema: pa.Schema, part: str, value: object = None,
                  staged: bool = False, column: str = "cluster_id") -> None:
         fs, base = filesystem(root)
-        folder = f"{base}/{table}" + (f"/{column}={partition_value(str(value))}" if value is not None else "")
-        fs.create_dir(folder, recursive=True)
-        self.fs, self.path = fs, f"{folder}/part-{part}.{STAGED if staged else 'parquet'}"
-        self.tmp = f"{folder}/.part-{part}.{uuid.uuid4().hex}.tmp"
+        folder = table + (f"/{column}={partition_value(str(value))}" if value is not None else "")
+        fs.create_dir(f"{base}/{folder}", recursive=True)
+        self.relative = f"{folder}/part-{part}.{STAGED if staged else 'parquet'}"
+        self.fs, self.path = fs, f"{base}/{self.relative}"
+        self.table, self.part, self.value = table, part, value
+        self.tmp = f"{base}/{folder}/.part-{part}.{uuid.uuid4().hex}.tmp"
         self.schema = schema
         self.rows = 0
         self.pending: list[pa.RecordBatch] = []
@@ -97,7 +97,27 @@ class Sink:
         if self.stream is not None:
             self.stream.close()
         self.fs.move(self.tmp, self.path)
+        if _written is not None:
+            _written.append({"table": self.table, "part": self.part, "value": self.value, "path": self.relative,
+                             "rows": self.rows, "bytes": self.fs.get_file_info(self.path).size, "host": HOST})
         return self.rows
+
+
+#: Named in the parts a task reports, and in the error when one cannot be read.
+HOST = socket.gethostname()
+_written: list[dict] | None = None
+
+
+@contextmanager
+def recording() -> Iterator[list[dict]]:
+    """The parts closed inside the block (table, part, partition value, path under the root, rows,
+    bytes, host): what a task reports to the driver. A Python worker runs one task at a time."""
+    global _written
+    outer, _written = _written, []
+    try:
+        yield _written
+    finally:
+        _written = outer
 
 
 #: File suffix of a staged table's parts.
@@ -111,16 +131,29 @@ def read_staged(root: str, path: str) -> pa.Table:
         return ipc.open_file(source).read_all()
 
 
-def read_staged_folder(root: str, folder: str, schema: pa.Schema) -> pa.Table:
-    """Every part in a folder of a staged table as one table; an empty one if there is no folder
-    (a bucket no task wrote to)."""
+class NotVisible(RuntimeError):
+    """A part a task reported that the driver or another task cannot read: the run fails."""
+
+
+def not_visible(part: dict, task: int, reader: str) -> str:
+    """The one line that fails a run when a reported part cannot be read where it must be."""
+    return (f"part written by task {task} on host {part['host']} at {part['path']} is not visible to {reader}: "
+            "executors and driver do not share this output's storage; use a shared filesystem for --output")
+
+
+def read_staged_parts(root: str, parts: list[dict], schema: pa.Schema) -> pa.Table:
+    """Exactly the staged parts reported (``recording``'s entries, each with the ``task`` that wrote
+    it), as one table (of ``schema`` if there are none); a part this task cannot read fails it, naming the part's writer and path."""
     fs, base = filesystem(root)
-    if fs.get_file_info(f"{base}/{folder}").type != pafs.FileType.Directory:
-        return schema.empty_table()
-    parts = sorted(i.base_name for i in fs.get_file_info(pafs.FileSelector(f"{base}/{folder}"))
-                   if i.type == pafs.FileType.File and i.base_name.endswith(f".{STAGED}"))
-    return pa.concat_tables([read_staged(root, f"{folder}/{p.removesuffix('.' + STAGED)}") for p in parts]) \
-        if parts else schema.empty_table()
+    tables = []
+    for p in sorted(parts, key=lambda p: p["path"]):
+        try:
+            with fs.open_input_file(f"{base}/{p['path']}") as source:
+                tables.append(ipc.open_file(source).read_all())
+        except FileNotFoundError:
+            raise FileNotFoundError(not_visible({**p, "path": f"{base}/{p['path']}"}, p["task"],
+                                                f"the task on host {HOST}")) from None
+    return pa.concat_tables(tables) if tables else schema.empty_table()
 
 
 class Parts:

@@ -48,7 +48,7 @@ def file_rows(inv: Inventory, summary: dict[int, FileSummary], seeds: dict[int, 
 
 #: Note kind -> problem kind.
 PROBLEM_NOTES = {"region": None, "invalid": "invalid-batch", "batch-error": "batch-error",
-                  "undecodable": "undecodable-record"}
+                 "undecodable": "undecodable-record", "unreadable": "unreadable"}
 
 
 def problem_rows(inv: Inventory, notes: dict[str, list[tuple[int, dict]]],

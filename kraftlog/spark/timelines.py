@@ -10,11 +10,11 @@ import pyarrow.compute as pc
 
 from kraftlog.schema.entity import CONFIG_RESOURCE_TYPES
 from kraftlog.spark import entities as E
-from kraftlog.spark.events import EVENTS, EVENTS_TABLE, bucket_of, epoch_starts, expand, runs
+from kraftlog.spark.events import EVENTS, bucket_of, epoch_starts, expand, runs
 from kraftlog.spark.fold import EVENT_COLUMNS, Entity, fold_function
 from kraftlog.spark.partition_fold import Fold
 from kraftlog.spark.plan import Reset
-from kraftlog.spark.sink import Parts, read_staged_folder
+from kraftlog.spark.sink import Parts, read_staged_parts
 
 _MS = pa.timestamp("ms", tz="UTC")
 #: Columns a timeline row has after its key, before its state.
@@ -78,12 +78,13 @@ def _folded(entity: Entity, rows: pa.Table, resets: dict[str, list[Reset]], reda
     yield from fold_function(entity, resets, redact)(iter(rows.to_batches()))
 
 
-def fold_bucket(root: str, bucket: int, buckets: int, resets: dict[str, list[Reset]],
+def fold_bucket(root: str, bucket: int, parts: list[dict], buckets: int, resets: dict[str, list[Reset]],
                 epochs: dict[str, list[tuple[int, int, int]]], names: dict[str, str], redact: bool,
                 run_id: str) -> dict[str, int]:
-    """Every timeline of one bucket written; returns rows written per table. ``epochs``: each
-    cluster's leader epochs (epoch, first offset, its ms)."""
-    events = read_staged_folder(root, f"{EVENTS_TABLE}/bucket={bucket}", EVENTS)
+    """Every timeline of one bucket written; returns rows written per table. ``parts``: the
+    bucket's staged events as reported (``sink.recording``); ``epochs``: each cluster's leader
+    epochs (epoch, first offset, its ms)."""
+    events = read_staged_parts(root, parts, EVENTS)
     # one chunk per column: taking rows out of the many chunks of many files costs more than the copy
     events = pa.concat_tables([events, *(epoch_starts(c, starts) for c, starts in sorted(epochs.items())
                                          if bucket_of(c, "", buckets) == bucket)]).combine_chunks()

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kraftlog.files.reader import Limits, Region, read_log_stream
+from kraftlog.files.reader import Limits, Region, read_log_stream, too_many_records
+from kraftlog.files.storage import Source, Stream
 from kraftlog.wire.batch import (
     COMPRESSION_MASK,
     CRC_START,
@@ -174,12 +175,60 @@ def _same_size(u8: np.ndarray, pos: int, length: int, most: int) -> np.ndarray:
     return pos + step * np.arange(most if ok.all() else int(np.argmin(ok)), dtype=np.int64)
 
 
-def walk(buf: bytes, limits: Limits = Limits(), chunk: int = 1 << 18,
+#: Bytes of a file a task holds at once when it reads one through the storage layer (at least
+#: one largest batch): a 1 GiB segment costs a window, not 1 GiB.
+WINDOW = 64 << 20
+
+
+def walk(buf: "bytes | Source", limits: Limits = Limits(), chunk: int = 1 << 18,
          want: list[tuple[int, int]] | None = None) -> Iterator[Walk]:
     """Every batch, record and unreadable region of one file's bytes, in file order, in walks of
     about ``chunk`` batches (so a 1 GiB segment never becomes one set of columns). With ``want``
     (sorted, disjoint offset intervals) only batches that reach into one have their records read:
-    an empty list walks headers and CRCs only."""
+    an empty list walks headers and CRCs only. A ``Source`` is read in windows (``walk_source``)."""
+    if isinstance(buf, Source):
+        yield from walk_source(buf, limits, chunk, want)
+        return
+    yield from _walk(buf, limits, chunk, want)
+
+
+def walk_source(src: Source, limits: Limits = Limits(), chunk: int = 1 << 18,
+                want: list[tuple[int, int]] | None = None, window: int = WINDOW) -> Iterator[Walk]:
+    """``walk`` over a file read in windows of ``window`` bytes, each walked up to the last whole
+    batch in it (the next window starts there), with the file's positions; what the fast loop
+    hands to the reader is read from the file, past the window if need be. A file that is shorter
+    than when it was opened, or not the same when the walk ends, raises ``storage.Changed``."""
+    window = max(window, limits.max_batch_bytes)
+    start = 0
+    try:
+        while start < src.size:
+            n = min(window, src.size - start)
+            buf = src.read_at(start, n)
+            if len(buf) < n:
+                raise src.changed(f"it ends at byte {start + len(buf)}, not {src.size} as when opened "
+                                  "(truncated while read)")
+            start += yield from _walk(buf, limits, chunk, want, src, start)
+        src.check()
+    finally:
+        src.close()
+
+
+def _crosses(buf: bytes, pos: int, limits: Limits) -> bool:
+    """Whether what starts at ``pos`` is a sane batch header (or part of one) cut by the end of
+    ``buf``: a window's end, not damage."""
+    if len(buf) - pos < HEADER_SIZE:
+        return True
+    _, length, _, magic = _PREFIX.unpack_from(buf, pos)
+    return magic == 2 and _MIN_LENGTH <= length <= limits.max_batch_bytes - LOG_OVERHEAD \
+        and pos + length + LOG_OVERHEAD > len(buf)
+
+
+def _walk(buf: bytes, limits: Limits, chunk: int, want: list[tuple[int, int]] | None, src: Source | None = None,
+          base: int = 0):
+    """``walk`` over ``buf``; with ``src``, ``buf`` is the window of ``src`` at ``base``: the walk
+    stops before a batch the window cuts (unless it is the file's end) and returns where it stopped,
+    the reader's slow path reads from ``src``, and positions are the file's."""
+    final = src is None or base + len(buf) >= src.size
     pos = 0
     while pos < len(buf):
         positions, crcs, stop = _fast_batches(buf, pos, limits, chunk)
@@ -196,11 +245,17 @@ def walk(buf: bytes, limits: Limits = Limits(), chunk: int = 1 << 18,
         w = Walk(positions, header, np.ones(n, bool), [None] * n)
         slow = _Records()
         _fast_records(buf, w, slow, limits, _wanted(header, want))
-        if stop < len(buf) and found < chunk or bad.size:
-            stop = _slow_until_clean(buf, stop, w, slow, limits, want)
+        cut = not final and not bad.size and found < chunk and _crosses(buf, stop, limits)
+        if not cut and (stop < len(buf) and found < chunk or bad.size):
+            stop = _slow_until_clean(buf, stop, w, slow, limits, want, src, base)
         _merge(w, slow)
+        if base:
+            w.positions = w.positions + base
         yield w
         pos = stop
+        if cut:
+            break
+    return pos
 
 
 def overlaps(first: np.ndarray, last: np.ndarray, want: list[tuple[int, int]] | None) -> np.ndarray:
@@ -226,6 +281,10 @@ def _fast_records(buf: bytes, w: Walk, slow: _Records, limits: Limits, wanted: n
     uncompressed batches are read as columns where their records allow (``_plain_records``); the
     remaining wanted batches are decoded one by one."""
     h = w.header
+    over = wanted & (h["recordsCount"] > limits.max_records_per_batch)  # refused as the reader refuses them
+    for i in np.flatnonzero(over).tolist():
+        w.errors[i] = too_many_records(int(h["recordsCount"][i]), limits)
+    wanted = wanted & ~over
     size = h["batchLength"] + (LOG_OVERHEAD - HEADER_SIZE)
     plain = (h["attributes"] & COMPRESSION_MASK) == 0
     small = wanted & (h["recordsCount"] == 1) & plain & (size <= _SMALL)
@@ -354,32 +413,23 @@ def _remember(buf: bytes, pos: int, payload: bytes, limits: Limits) -> tuple | N
     return seen
 
 
-class _View:
-    """The part of ``buf`` from ``start`` as a read-only file, without copying it."""
-
-    def __init__(self, buf: bytes, start: int) -> None:
-        self.buf, self.start, self.pos = buf, start, start
-
-    def seek(self, pos: int) -> None:
-        self.pos = self.start + pos
-
-    def read(self, n: int) -> bytes:
-        out = self.buf[self.pos : self.pos + n]
-        self.pos += len(out)
-        return out
-
-
 def _slow_until_clean(buf: bytes, start: int, w: Walk, slow: _Records, limits: Limits,
-                      want: list[tuple[int, int]] | None) -> int:
+                      want: list[tuple[int, int]] | None, src: Source | None = None, base: int = 0) -> int:
     """The reader's verdict from ``start`` up to the first CRC-valid batch after the trouble (where
-    the fast loop can take over again); returns the position after what was consumed."""
+    the fast loop can take over again); returns the position after what was consumed. With ``src``
+    (``buf`` its window at ``base``) the reader reads the file itself, up to its end; regions and
+    batches it adds carry the file's positions, the position returned is the window's."""
     batches: list[Batch] = []
-    end = len(buf)
-    for item in read_log_stream(_View(buf, start), len(buf) - start, limits):
+    if src is None:
+        end, stream, size = len(buf), Stream(lambda at, n: buf[at : at + n], start), len(buf) - start
+    else:
+        end, stream, size = src.size - base, src.stream(base + start), src.size - base - start
+    for item in read_log_stream(stream, size, limits):
         if isinstance(item, Region):
             # the reader counts from the start of what it was given; so does its one message with a position
-            detail = _AT.sub(lambda m: f"batch at {int(m[1]) + start}", item.detail)
-            w.regions.append(dataclasses.replace(item, position=item.position + start, detail=detail))
+            at = start + base
+            detail = _AT.sub(lambda m, at=at: f"batch at {int(m[1]) + at}", item.detail)
+            w.regions.append(dataclasses.replace(item, position=item.position + at, detail=detail))
             continue
         if overlaps(np.asarray([item.base_offset]), np.asarray([item.last_offset]), want)[0]:
             slow.add(w.count + len(batches), item.records)
@@ -387,7 +437,7 @@ def _slow_until_clean(buf: bytes, start: int, w: Walk, slow: _Records, limits: L
         if item.crc_valid:
             end = start + item.position + item.size
             break
-    if batches:
+    if batches:  # positions of the window, like the fast loop's (``_walk`` adds ``base`` to them all)
         w.positions = np.concatenate([w.positions, np.asarray([b.position + start for b in batches], np.int64)])
         for name, _, dt in HEADER_LAYOUT:
             extra = np.asarray([getattr(b, _ATTRS[name]) for b in batches], dt.newbyteorder("="))

@@ -17,11 +17,7 @@ from kraftlog.files.paths import LogFile
 from kraftlog.files.reader import Limits
 from kraftlog.files.records import Entry, ReadProblems
 from kraftlog.state.image import ClusterImage
-from kraftlog.state.rebuild import Rebuilt, as_log, base_snapshot, log_entries, starting_point
-
-
-class Unanswerable(ValueError):
-    """A point the log on disk cannot give the state of (before it starts, before any record)."""
+from kraftlog.state.rebuild import Rebuilt, Unanswerable, as_log, base_snapshot, log_entries, starting_point
 
 
 @dataclass(frozen=True, slots=True)

@@ -71,7 +71,12 @@ def _until_time(entries: Iterable[Entry], time_ms: int) -> Iterator[Entry]:
 
 class Unanswerable(ValueError):
     """A point whose state the log on disk cannot give truthfully (before anything on disk, inside
-    a gap); the message names what is on disk."""
+    a gap); the message names what is on disk, ``problems`` what could not be read on the way
+    (often the reason: an unreadable segment leaves a gap)."""
+
+    def __init__(self, message: str, problems: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.problems = problems or []
 
 
 def as_log(source: NodeDir | Log) -> Log:
@@ -190,7 +195,8 @@ def rebuild(
     existed). Past the end of the log the state is the end's, with a note."""
     log = as_log(source)
     if not log.pieces and not log.snapshots:
-        raise Unanswerable(f"nothing to replay: {on_disk(log)}")
+        raise Unanswerable(f"nothing to replay: {on_disk(log)}",
+                           [f"{path}: cannot read: {why}" for n in log.copies for path, why in n.unreadable])
     problems = ReadProblems()
     image, start, described = starting_point(log, offset, time_ms, base, limits, problems)
     from_snapshot = image.provenance.offset >= 0
@@ -201,7 +207,7 @@ def rebuild(
     result: ReplayResult = replay(entries, image, until=offset)
     point = f"offset {offset}" if offset is not None else "the end of the log" if time_ms is None else f"time {time_ms}"
     if not from_snapshot and result.records == 0:
-        raise Unanswerable(f"{point} is before anything on disk: {on_disk(log)}")
+        raise Unanswerable(f"{point} is before anything on disk: {on_disk(log)}", problems.messages)
     built = Rebuilt(result.image, described, result.records, problems)
     reached = result.image.provenance.offset
     if offset is not None and reached < offset and result.image.transaction is None:
@@ -211,7 +217,7 @@ def rebuild(
         elif seen.last > offset or later:
             found = seen.last if seen.last > offset else f"snapshot ending at offset {later[0]}"
             raise Unanswerable(f"offset {offset} is on no segment: the log read jumps from offset {reached} to "
-                               f"{found}; {on_disk(log)}")
+                               f"{found}; {on_disk(log)}", problems.messages)
         else:  # as the Spark job's views: past the end, the state at the end, with a note
             built.notes.append(f"the log ends at offset {reached}, before the requested offset {offset}")
     if time_ms is not None and problems.stopped_at is None and seen.last <= reached:
@@ -219,5 +225,5 @@ def rebuild(
         if later:  # the log ran out before the time, and a snapshot shows it went on
             raise Unanswerable(f"time {time_ms} is after the last record read (offset {reached}) and the log "
                                f"went on to the snapshot ending at offset {later[0]}: the records in between "
-                               f"are on no segment; {on_disk(log)}")
+                               f"are on no segment; {on_disk(log)}", problems.messages)
     return built

@@ -1,0 +1,61 @@
+"""The job on inputs in object storage (a local moto S3 server) gives the tables it gives on the same
+files on disk; a file that changes between discovery and the read is a problem row, not a silent
+loss or a crashed worker."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from cluster_support import clean_env, s3, tables  # noqa: F401
+from conftest import REPO
+from kraftlog.spark import job as job_module
+from kraftlog.spark.job import Options, run
+from spark_support import fixtures, spark, table  # noqa: F401
+
+pytestmark = pytest.mark.spark
+
+
+def _run_job(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    """``python jobs/kraft_metadata.py args`` (an embedded ``local[2]`` session), as a user runs it."""
+    return subprocess.run([sys.executable, str(REPO / "jobs" / "kraft_metadata.py"), "--master", "local[2]", *args],
+                          capture_output=True, text=True, timeout=900, env=clean_env(PYTHONPATH=str(REPO), **env))
+
+
+def test_the_job_on_s3_gives_the_tables_it_gives_on_disk(s3, spark, fixtures, tmp_path):  # noqa: F811
+    local = fixtures / "three-nodes"
+    uri = s3.upload(local, s3.bucket("job-input") + "/archive/three-nodes")
+    run(spark, Options(inputs=[str(local)], output=str(tmp_path / "local"), at_offsets=[1000]))
+    proc = _run_job(["--input", "s3a" + uri[2:], "--output", str(tmp_path / "s3"), "--at-offset", "1000"], s3.env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    here = tables(tmp_path / "local", {"ROOT": str(local.resolve())})
+    there = tables(tmp_path / "s3", {"ROOT": "s3a" + uri[2:]})
+    assert sorted(here) == sorted(there) and len(here) > 10
+    for name in here:
+        assert here[name] == there[name], name
+    assert len(here["records"]) > 2000 and len(here["batches"]) > 2000
+    assert any("s3a://job-input/archive/three-nodes/node-1/__cluster_metadata-0/" in str(r)
+               for r in table(tmp_path / "s3", "files"))
+
+
+def test_a_segment_truncated_after_discovery_is_a_problem_row_not_lost_in_silence(spark, fixtures, tmp_path,  # noqa: F811
+                                                                                  monkeypatch):
+    copy = tmp_path / "in"
+    shutil.copytree(fixtures / "single-node", copy)
+    segment = max((copy.rglob("*.log")), key=lambda p: p.stat().st_size)
+    size = segment.stat().st_size
+    discover = job_module.discover
+
+    def then_truncate(inputs):
+        inv = discover(inputs)
+        os.truncate(segment, size // 2)  # as retention or a broker's recovery would, between the passes
+        return inv
+
+    monkeypatch.setattr(job_module, "discover", then_truncate)
+    run(spark, Options(inputs=[str(copy)], output=str(tmp_path / "out")))
+    problems = [p for p in table(tmp_path / "out", "problems") if p["kind"] == "unreadable"]
+    assert [(p["file"], p["detail"]) for p in problems] == [
+        (str(segment), f"is not the file that was listed: {size} bytes when listed, {size // 2} now")]
+    assert not [b for b in table(tmp_path / "out", "batches") if b["file"] == str(segment)]
