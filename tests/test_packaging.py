@@ -128,10 +128,11 @@ def wheel(tmp_path_factory) -> Path:
 def test_the_wheel_holds_the_package_the_job_and_the_entry_points(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     sources = {p.relative_to(REPO).as_posix() for p in (REPO / "kraftlog").rglob("*.py")}
-    assert sources <= names and "kraftlog/spark/job.py" in names
+    assert sources <= names and {"kraftlog/spark/cli.py", "kraftlog/spark/__main__.py"} <= names
     info = next(n for n in names if n.endswith(".dist-info/METADATA")).rpartition("/")[0]
     entry_points = zipfile.ZipFile(wheel).read(f"{info}/entry_points.txt").decode()
     assert "kraftlog = kraftlog.cli.main:main" in entry_points
+    assert "kraftlog-spark = kraftlog.spark.__main__:main" in entry_points
     requires = email.message_from_bytes(zipfile.ZipFile(wheel).read(f"{info}/METADATA")).get_all("Requires-Dist")
 
     def names(marker: str | None) -> set[str]:
@@ -144,7 +145,8 @@ def test_the_wheel_holds_the_package_the_job_and_the_entry_points(wheel):
 
 def test_the_installed_wheel_dumps_a_fixture_without_the_source_tree(wheel, tmp_path):
     """Installed with ``--no-deps`` into a folder (the dependencies come from this venv), run as its
-    console script from elsewhere, with this venv's editable install of kraftlog hidden."""
+    console scripts from elsewhere, with this venv's editable install of kraftlog hidden. (The job
+    on local[1] from an installed wheel: ``scripts/check_wheel.sh``.)"""
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target",
                     str(target), str(wheel)], check=True, capture_output=True, timeout=120)
@@ -162,3 +164,6 @@ def test_the_installed_wheel_dumps_a_fixture_without_the_source_tree(wheel, tmp_
                            env=env, capture_output=True, text=True, timeout=60, check=True).stdout
     assert Path(where.strip()).is_relative_to(target)
     assert run.stdout == kraftlog("dump", "--format", "jsonl", str(segment)).stdout
+    job = subprocess.run([str(target / "bin" / "kraftlog-spark"), "--help"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert job.returncode == 0 and "--input PATH [PATH ...]" in job.stdout, job.stderr
