@@ -265,7 +265,7 @@ def test_a_full_disk_fails_the_run_in_one_line_and_leaves_nothing(node, tmp_path
 def test_a_path_is_a_path_and_a_rerun_replaces_its_own_output(spark, node, tmp_path, monkeypatch, capfd):  # noqa: F811
     """``out#1`` is the folder written (not ``.out`` and a fragment), and a second run replaces it
     without ``--overwrite`` (it is kraftlog's) and removes what a killed run left beside it."""
-    monkeypatch.setattr(kraft_metadata, "session", lambda *_: spark)
+    monkeypatch.setattr(kraft_metadata, "session", lambda *_, **__: spark)
     monkeypatch.chdir(tmp_path)
     assert kraft_metadata.main(["--input", str(node), "--output", "out#1"]) == 0
     first = json.loads((tmp_path / "out#1" / "_manifest.json").read_text())
