@@ -104,6 +104,18 @@ def test_the_job_without_the_spark_extra_says_what_to_install_in_one_line(missin
     assert not (tmp_path / "out").exists()
 
 
+def test_the_job_without_java_says_so_in_one_line(tmp_path):
+    """Not pyspark's traceback about a gateway: checked before Spark starts, nothing written."""
+    (tmp_path / "bin").mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("JAVA_HOME", "SPARK_REMOTE", "PYSPARK_GATEWAY_PORT")}
+    env.update(PYTHONPATH=str(REPO), PATH=str(tmp_path / "bin"))
+    proc = subprocess.run([sys.executable, "-m", "kraftlog.spark", "--input", str(FIXTURE), "--output", "out"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == "kraftlog-spark: error: Spark needs Java 17 or newer: no java in $JAVA_HOME/bin or on PATH\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["bin"]
+
+
 def build(out: Path) -> Path:
     """``python -m build`` (the sdist, then the wheel from the sdist) on a copy of the sources, so
     that nothing is written into the worktree; without build isolation, so no network. The wheel."""

@@ -19,7 +19,7 @@ from kraftlog.files.reader import DEFAULT_MAX_BATCH_BYTES, Limits
 from kraftlog.spark.discover import InputError
 from kraftlog.spark.guard import OutputLocked, UnsafeOutput, check_output, check_report, claim, one_line
 from kraftlog.spark.job import Options, run
-from kraftlog.spark.session import session
+from kraftlog.spark.session import NoJava, session
 from kraftlog.spark.sink import NotVisible
 from kraftlog.state.rebuild import parse_time
 from kraftlog.wire.codecs import DEFAULT_MAX_DECOMPRESSED
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
                 every_checkpoint=args.every_checkpoint, redact=not args.no_redact,
                 limits=Limits(args.max_batch_bytes, args.max_decompressed), report=args.report,
                 overwrite=args.overwrite))
-    except (InputError, UnsafeOutput) as e:
+    except (InputError, UnsafeOutput, NoJava) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
     except (OutputLocked, NotVisible) as e:  # nothing published: the previous output, if any, is as it was
