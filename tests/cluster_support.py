@@ -128,6 +128,17 @@ def _editable_sources() -> set[Path]:
     return out
 
 
+def _repo_folders() -> set[Path]:
+    """The repository's folders (its sources, fixtures and tests) but the venv, which the worker runs
+    (CI's venv lies inside the clone) and git's own."""
+    return {p.resolve() for p in REPO.iterdir() if p.is_dir() and p.name not in (".venv", ".git")}
+
+
+def _outermost(folders: set[Path]) -> tuple[Path, ...]:
+    """The folders none of the others holds: a tmpfs over a folder already hidden has nowhere to go."""
+    return tuple(sorted(p for p in folders if not any(q != p and p.is_relative_to(q) for q in folders)))
+
+
 @dataclass
 class SparkCluster:
     """A standalone master with one 2-core worker that cannot see ``private``."""
@@ -174,7 +185,7 @@ def spark_cluster(tmp_path_factory):
     work = Path(tempfile.mkdtemp(prefix="kraftlog-worker-"))  # visible to both: the worker's own
     hidden = guard(work)
     (work / "work").mkdir()
-    private = tuple(sorted({driver_root, base.resolve(), REPO.resolve(), *_editable_sources()}))
+    private = _outermost({driver_root, base.resolve(), *_repo_folders(), *_editable_sources()})
     master = Daemon("Spark master", [str(SPARK_HOME / "bin" / "spark-class"), "org.apache.spark.deploy.master.Master",
                                      "--host", "127.0.0.1", "--port", "0", "--webui-port", "0"],
                     work / "master.log", clean_env(), cwd=work)

@@ -167,9 +167,31 @@ def _deep(root: Path, depth: int) -> Path:
         os.chdir(here)
 
 
-def test_deep_trees_are_walked_iteratively_up_to_a_limit(tmp_path):
-    _segment(tmp_path / "__cluster_metadata-0" / SEGMENT, 1)
+def _undeep(root: Path, depth: int) -> None:
+    """Remove what ``_deep`` made, from the inside out by relative steps: pytest's own clean-up of old
+    temporary folders recurses and would fail on it in a later session."""
+    here = os.getcwd()
+    os.chdir(root)
+    try:
+        for _ in range(depth):
+            os.chdir("d")
+        for _ in range(depth):
+            os.chdir("..")
+            os.rmdir("d")
+    finally:
+        os.chdir(here)
+
+
+@pytest.fixture
+def deep_tree(tmp_path):
     _deep(tmp_path, 1500)
+    yield tmp_path
+    _undeep(tmp_path, 1500)
+
+
+def test_deep_trees_are_walked_iteratively_up_to_a_limit(deep_tree):
+    tmp_path = deep_tree
+    _segment(tmp_path / "__cluster_metadata-0" / SEGMENT, 1)
     errors: list[OSError] = []
     found = log_files_under(tmp_path, unreadable=errors)
     assert [f.path.name for f in found] == [SEGMENT]

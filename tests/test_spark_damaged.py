@@ -122,3 +122,22 @@ def test_a_file_that_cannot_be_read_is_a_problem_not_a_failed_run(damaged):
     assert (p["kind"], p["detail"]) == ("unreadable", "a directory where a segment should be")
     [f] = [f for f in table(d["out"], "files") if f["file"] == str(d["folder"])]
     assert (f["kind"], f["skip_reason"]) == ("unreadable", "a directory where a segment should be")
+
+
+def test_a_cluster_id_too_long_for_a_folder_name_is_bounded_not_a_failed_fleet(spark, fixtures, tmp_path):  # noqa: F811
+    """A cluster id whose ``cluster_id=`` folder would pass 255 bytes (ENAMETOOLONG on every table)
+    gets a bounded, unique id, and a log-dir problem gives the whole one."""
+    node = tmp_path / "single-node"
+    shutil.copytree(fixtures / "single-node", node)
+    long_id = "k" * 300
+    props = node / "meta.properties"
+    props.write_text("".join(f"cluster.id={long_id}\n" if line.startswith("cluster.id=") else line + "\n"
+                             for line in props.read_text().splitlines()))
+    out = tmp_path / "out"
+    manifest = run(spark, Options(inputs=[str(node)], output=str(out)))
+    [cluster] = manifest["clusters"]
+    assert len(cluster) == 200 and cluster.startswith("k" * 183 + "~")
+    assert {r["cluster_id"] for r in table(out, "records")} == {cluster}
+    assert sum(1 for r in table(out, "records")) == manifest["counts"]["records"] > 0
+    [problem] = [p for p in table(out, "problems") if p["kind"] == "log-dir"]
+    assert "is too long for a folder name" in problem["detail"] and long_id[:250] in problem["detail"]

@@ -27,9 +27,14 @@ def _run_job(args: list[str], env: dict[str, str]) -> subprocess.CompletedProces
 def test_the_job_on_s3_gives_the_tables_it_gives_on_disk(s3, spark, fixtures, tmp_path):  # noqa: F811
     local = fixtures / "three-nodes"
     uri = s3.upload(local, s3.bucket("job-input") + "/archive/three-nodes")
-    run(spark, Options(inputs=[str(local)], output=str(tmp_path / "local"), at_offsets=[1000]))
-    proc = _run_job(["--input", "s3a" + uri[2:], "--output", str(tmp_path / "s3"), "--at-offset", "1000"], s3.env)
+    run(spark, Options(inputs=[str(local)], output=str(tmp_path / "local"), at_offsets=[1000],
+                       report=str(tmp_path / "local.html")))
+    proc = _run_job(["--input", "s3a" + uri[2:], "--output", str(tmp_path / "s3"), "--at-offset", "1000",
+                     "--report", str(tmp_path / "s3.html")], s3.env)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    # the report is of the same log (its page names where it was read, so sizes differ by that alone)
+    sizes = [(tmp_path / f"{name}.html").stat().st_size for name in ("local", "s3")]
+    assert abs(sizes[0] - sizes[1]) < 2000 and sizes[0] > 50_000, sizes
     here = tables(tmp_path / "local", {"ROOT": str(local.resolve())})
     there = tables(tmp_path / "s3", {"ROOT": "s3a" + uri[2:]})
     assert sorted(here) == sorted(there) and len(here) > 10

@@ -1,12 +1,14 @@
 """``kraftlog dump``: one file's batches and records, as kafka-dump-log prints them or as JSON lines."""
 
 import argparse
+import dataclasses
 import errno
 import os
 import re
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import TextIO
 
@@ -155,20 +157,138 @@ class DumpOptions:
         return self.topic is None or self.topic.matches(e, rec, offset, where)
 
 
-def _payload(batch: Batch, r: Record, rec, opts: DumpOptions, metadata_log: bool
-             ) -> tuple[tuple[str, object] | None, str, bool]:
-    """The record's decoded payload as (json kind, json object) and as kafka-dump-log text, and
-    whether its raw value, shown when it is not decoded, must be hidden (``redact.hides_value``)."""
-    hidden = opts.redact and not batch.is_control and (rec is None or rec.error is not None) \
-        and hides_value(r.value, metadata_log)
+def _payload_json(batch: Batch, rec, opts: DumpOptions) -> tuple[str, object] | None:
+    """The record's decoded payload as (json kind, json object); None for a raw record."""
     if rec is None:
-        return None, render.raw_payload_text(r, hidden), hidden
+        return None
     if opts.redact:
         rec = redact(rec)
-    text = " " + (rec.dump_text() if batch.is_control else rec.dump_text(r.offset))
     if rec.error:
-        return ("error", rec.error), text, hidden
-    return ("control" if batch.is_control else "metadata", rec.to_json()), text, False
+        return "error", rec.error
+    return "control" if batch.is_control else "metadata", rec.to_json()
+
+
+def _hidden(batch: Batch, r: Record, rec, opts: DumpOptions, metadata_log: bool) -> bool:
+    """Whether the record's raw value, shown when it is not decoded, must be hidden (``redact.hides_value``)."""
+    return opts.redact and not batch.is_control and (rec is None or rec.error is not None) \
+        and hides_value(r.value, metadata_log)
+
+
+def _payload_text(batch: Batch, r: Record, rec, opts: DumpOptions, hidden: bool) -> str:
+    """The record's decoded payload as kafka-dump-log prints it after the record header."""
+    if rec is None:
+        return render.raw_payload_text(r, hidden)
+    if opts.redact:
+        rec = redact(rec)
+    return " " + (rec.dump_text() if batch.is_control else rec.dump_text(r.offset))
+
+
+def _batch_line(batch: Batch, jsonl: bool) -> str:
+    return render.dumps(render.batch_json(batch)) if jsonl else render.batch_text(batch)
+
+
+#: Values up to this size have their rendered payload remembered for the rest of a file's dump: a
+#: quiet log is mostly the same few NoOp and heartbeat values.
+_MEMO_VALUE_BYTES = 64
+_MEMO_ENTRIES = 4096
+#: Whether lines of a shape seen before are filled into its template (tests compare both ways).
+TEMPLATES = True
+_SENTINEL = re.compile(r"\d{22}")  # longer than any int64 a line can hold
+
+
+class _Templates:
+    """Lines of one shape rendered once: the line of a probe whose ``inputs`` varying fields hold
+    22-digit sentinels is cut wherever one of ``slots`` (attributes of the object rendered, those
+    fields and values derived from them) shows, and later lines of that shape are the cuts joined
+    with the real object's values. The renderer stays the one source of the
+    text; a shape whose probe does not cut cleanly, or whose first real line differs from the
+    template's, is rendered the slow way for the rest of the file."""
+
+    def __init__(self, render_line, probe, inputs: int, slots: tuple[str, ...]) -> None:
+        self.render_line, self.probe, self.inputs, self.slots = render_line, probe, inputs, slots
+        self.cache: dict = {}
+
+    def line(self, shape, obj, *args) -> str:
+        template = self.cache.get(shape, False)
+        if template is False:
+            template = self._cut(obj, args) if len(self.cache) < _MEMO_ENTRIES else None
+            line = self.render_line(obj, *args)
+            if template is not None and template[0].format(*template[1](obj)) != line:
+                template = None
+            if len(self.cache) < _MEMO_ENTRIES:
+                self.cache[shape] = template
+            return line
+        if template is None:
+            return self.render_line(obj, *args)
+        return template[0].format(*template[1](obj))
+
+    def _cut(self, obj, args) -> tuple | None:
+        """(format string, getter of the slot values) from the probe's line, or None."""
+        probe = self.probe(obj, *(9 * 10**21 + k * 10**12 for k in range(self.inputs)))
+        by_text = {str(getattr(probe, name)): name for name in self.slots if getattr(probe, name) is not None}
+        text = self.render_line(probe, *args)
+        parts, names, at = [], [], 0
+        for m in _SENTINEL.finditer(text):
+            if m[0] not in by_text:
+                return None
+            parts.append(text[at : m.start()].replace("{", "{{").replace("}", "}}"))
+            names.append(by_text[m[0]])
+            at = m.end()
+        parts.append(text[at:].replace("{", "{{").replace("}", "}}"))
+        if not names:
+            return None
+        return "{}".join(parts), (lambda o: (getattr(o, names[0]),)) if len(names) == 1 else attrgetter(*names)
+
+
+def _batch_probe(batch: Batch, position: int, base: int, crc: int, first_ts: int, max_ts: int) -> Batch:
+    h = batch.header
+    return Batch(position, (base, *h[1:4], crc, *h[5:7], first_ts, max_ts, *h[9:]), batch.crc_valid)
+
+
+_BATCH_SLOTS = ("position", "base_offset", "crc", "base_timestamp", "max_timestamp")
+
+
+def _batch_templates(jsonl: bool) -> _Templates:
+    """Batch lines by shape: every header field but the offset, CRC and timestamps, and the CRC check.
+    The slots' derived values (lastOffset, deleteHorizonMs) are found as sentinels too."""
+    return _Templates(lambda b: _batch_line(b, jsonl), _batch_probe, len(_BATCH_SLOTS),
+                      _BATCH_SLOTS + ("last_offset", "delete_horizon_ms"))
+
+
+def _batch_shape(batch: Batch) -> tuple:
+    h = batch.header
+    return h[1:4] + h[5:7] + h[9:] + (batch.crc_valid,)
+
+
+def _record_probe(r: Record, offset: int, timestamp: int) -> Record:
+    return dataclasses.replace(r, offset=offset, timestamp=timestamp)
+
+
+def _record_line(batch: Batch, r: Record, rec, opts: DumpOptions, jsonl: bool, memo: dict,
+                 lines: _Templates, metadata_log: bool) -> str:
+    """The record's line; a payload that decoded cleanly from a small value is rendered once per
+    (control, key, value) and file (it is a function of those bytes and ``opts`` alone), and so is
+    the rest of its line but the offset and timestamp."""
+    if rec is None or rec.error is not None or r.value is None or len(r.value) > _MEMO_VALUE_BYTES:
+        hidden = _hidden(batch, r, rec, opts, metadata_log)
+        payload = _payload_json(batch, rec, opts) if jsonl else _payload_text(batch, r, rec, opts, hidden)
+        return _render_record(r, batch, payload, jsonl, hidden)
+    key = (batch.is_control, r.key, r.value)  # a record that decoded: its value is never hidden
+    payload = memo.get(key)
+    if payload is None:
+        payload = _payload_json(batch, rec, opts) if jsonl else _payload_text(batch, r, rec, opts, False)
+        if len(memo) < _MEMO_ENTRIES:
+            memo[key] = payload
+    if TEMPLATES:
+        shape = (*key, r.headers, batch.attributes, batch.record_sequence(r))
+        return lines.line(shape, r, batch, payload)
+    return _render_record(r, batch, payload, jsonl)
+
+
+def _render_record(r: Record, batch: Batch, payload, jsonl: bool, hidden: bool = False) -> str:
+    if jsonl:
+        return render.dumps(render.record_json(batch, r, payload, hidden))
+    return render.record_text(batch, r, payload)
 
 
 def _decode(batch: Batch, r: Record, metadata: bool):
@@ -195,6 +315,15 @@ def dump_file(lf: LogFile, out: TextIO, opts: DumpOptions, stats: "Stats | None"
     out.flush()
     metadata = {"metadata": True, "raw": False}.get(opts.decoder, lf.is_metadata)
     sniffed = opts.decoder != "auto" or lf.is_metadata
+    memo: dict = {}
+    where = lf.path.name
+    filtering = opts.filtering  # without filters ``wants`` keeps every record
+    batch_lines = _batch_templates(jsonl)
+    record_lines = _Templates(lambda r, batch, payload: _render_record(r, batch, payload, jsonl), _record_probe, 2,
+                              ("offset", "timestamp"))
+
+    def batch_line(batch: Batch) -> str:
+        return batch_lines.line(_batch_shape(batch), batch) if TEMPLATES else _batch_line(batch, jsonl)
     for item in read_log_file(lf.path, opts.limits):
         if isinstance(item, Region):
             s.skipped_bytes += item.length
@@ -216,10 +345,9 @@ def dump_file(lf: LogFile, out: TextIO, opts: DumpOptions, stats: "Stats | None"
         if not sniffed and not batch.is_control and batch.records:
             metadata = _looks_like_metadata(batch)
             sniffed = True
-        batch_line = render.dumps(render.batch_json(batch)) if jsonl else render.batch_text(batch)
-        if not opts.filtering and not quiet:
-            out.write(batch_line + "\n")
-            batch_line = None
+        shown = not filtering and not quiet  # the batch line is rendered only when written
+        if shown:
+            out.write(batch_line(batch) + "\n")
         counted = False
         for r in batch.records:
             s.records += 1
@@ -229,19 +357,18 @@ def dump_file(lf: LogFile, out: TextIO, opts: DumpOptions, stats: "Stats | None"
             if rec is not None and rec.error:
                 s.undecodable += 1
                 s.errors += 1
-            if not opts.wants(r.offset, rec, lf.path.name):
+            if filtering and not opts.wants(r.offset, rec, where):
                 continue
             if stats is not None:  # --stats counts what the filters keep
                 stats.add_record(rec)
                 counted = True
                 continue
-            if batch_line is not None:
-                out.write(batch_line + "\n")
-                batch_line = None
-            payload, text, hidden = _payload(batch, r, rec, opts, metadata or lf.is_metadata)
-            out.write((render.dumps(render.record_json(batch, r, payload, hidden)) if jsonl
-                       else render.record_text(batch, r, text)) + "\n")
-        if counted or (stats is not None and not opts.filtering):
+            if not shown:
+                out.write(batch_line(batch) + "\n")
+                shown = True
+            out.write(_record_line(batch, r, rec, opts, jsonl, memo, record_lines,
+                                   metadata or lf.is_metadata) + "\n")
+        if counted or (stats is not None and not filtering):
             stats.add_batch(batch)
         if batch.error:
             s.batch_errors += 1

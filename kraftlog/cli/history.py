@@ -8,6 +8,7 @@ from kraftlog.cli.render import dumps, iso_time
 from kraftlog.files.records import ReadProblems
 from kraftlog.schema import MetadataRecord, entity_of
 from kraftlog.schema.redact import redact
+from kraftlog.state.configs import type_of
 from kraftlog.state.image import ClusterImage
 from kraftlog.state.rebuild import earliest_base, load_checkpoint, log_entries, on_disk, starting_point
 
@@ -70,17 +71,21 @@ class _Matcher:
         return False
 
     def state(self, image: ClusterImage, redacted: bool):
-        """The entity after the change, in the canonical image's shape."""
+        """The entity after the change, in the canonical image's shape; only the entity is rendered,
+        so a change costs the same in a cluster of any size."""
         if self.config:
             kind, name, key = self.config
-            values = image.configs.to_json(redacted).get(f"{kind}:{name}", {})
+            resource_type = type_of(kind)
+            values = {} if resource_type is None else image.configs.resource_json((resource_type, name), redacted)
             return values.get(key) if key else values
         if self.broker is not None:
-            return image.brokers.to_json().get(str(self.broker))
-        topic = image.topics.to_json().get(self.topic)
-        if topic is None or self.partition is None:
-            return topic
-        return topic["partitions"].get(str(self.partition))
+            return image.brokers.broker_json(self.broker)
+        topic_id = image.topics.id_by_name.get(self.topic)
+        if topic_id is None:
+            return None
+        if self.partition is None:
+            return image.topics.topic_json(topic_id)
+        return image.topics.partition_json(topic_id, self.partition)
 
 
 def _entity(args) -> str:

@@ -64,8 +64,18 @@ def iso_time(ms: int | None) -> str | None:
     return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+#: What ``json.dumps`` builds on every call (its C encoder, with the arguments ``JSONEncoder.iterencode``
+#: gives it), built once: a dump writes a line per batch and per record. Without ``_json``, dumps itself.
+_C_ENCODE = json.encoder.c_make_encoder and json.encoder.c_make_encoder(
+    None, _ENCODER.default, json.encoder.encode_basestring, None, ":", ",", False, False, True)
+
+
 def dumps(obj: dict) -> str:
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+    """Compact JSON, as ``json.dumps(obj, separators=(",", ":"), ensure_ascii=False)`` writes it."""
+    if _C_ENCODE is None:
+        return _ENCODER.encode(obj)
+    return "".join(_C_ENCODE(obj, 0))
 
 
 def batch_json(b: Batch) -> dict:

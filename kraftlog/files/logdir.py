@@ -8,14 +8,15 @@ folder itself, or any folder holding several nodes' log dirs.
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kraftlog.files import storage
 from kraftlog.files.paths import BOOTSTRAP, MAX_DEPTH, METADATA_DIR_RE, LogFile, TooDeep, classify
-from kraftlog.files.reader import Limits, Region, read_log_file
+from kraftlog.files.reader import Limits, NotClean, Region, clean_headers, read_log_file
 from kraftlog.files.storage import Remote, Where
+from kraftlog.wire.batch import LOG_OVERHEAD, Batch, BatchHeader
 
 #: Files Kafka leaves in a partition directory that hold no records to replay.
 SKIPPED_SUFFIXES = {
@@ -258,28 +259,44 @@ def _is_file(path: Where) -> bool:
 
 def scan_file(lf: LogFile, limits: Limits = Limits()) -> FileScan:
     """Walk a file's batch headers: offsets, timestamps, epochs, CRCs, reported regions; a file that
-    cannot be opened or read to its end says why in ``unreadable``."""
+    cannot be opened or read to its end says why in ``unreadable``. A clean file's headers are read
+    as tuples alone (``clean_headers``); at anything else the file is walked again by the reader."""
+    try:
+        return scan_items(lf, clean_headers(lf.path, limits))
+    except NotClean:
+        return scan_items(lf, read_log_file(lf.path, limits, records=False))
+
+
+_FIELD = {sc.name: k for k, sc in enumerate(BatchHeader.subcons)}
+_BASE, _LENGTH, _EPOCH, _LAST_DELTA, _MAX_TS, _COUNT = (_FIELD[name] for name in (
+    "baseOffset", "batchLength", "partitionLeaderEpoch", "lastOffsetDelta", "maxTimestamp", "recordsCount"))
+
+
+def scan_items(lf: LogFile, items: Iterable[Batch | Region | tuple]) -> FileScan:
+    """``scan_file`` of what a reader yields: a ``Batch`` or ``Region``, or a CRC-checked header tuple."""
     s = FileScan(lf)
     expected = None
     lo = hi = None
     try:
         s.bytes = storage.stat(lf.path).size
-        for item in read_log_file(lf.path, limits, records=False):
+        for item in items:
             if isinstance(item, Region):
                 s.regions.append(item)
                 s.skipped_bytes += item.length
                 continue
+            h, valid = (item, True) if type(item) is tuple else (item.header, item.is_valid)
+            base, last = h[_BASE], h[_BASE] + h[_LAST_DELTA]
             s.batches += 1
-            s.batch_bytes += item.size
-            s.records += max(item.records_count, 0)
-            s.invalid_batches += not item.is_valid
-            if expected is not None and item.base_offset != expected:
-                s.discontinuities.append((expected, item.base_offset))
-            expected = item.last_offset + 1
+            s.batch_bytes += h[_LENGTH] + LOG_OVERHEAD
+            s.records += max(h[_COUNT], 0)
+            s.invalid_batches += not valid
+            if expected is not None and base != expected:
+                s.discontinuities.append((expected, base))
+            expected = last + 1
             if s.first_offset is None:
-                s.first_offset, s.first_timestamp = item.base_offset, item.max_timestamp
-            s.last_offset, s.last_timestamp = item.last_offset, item.max_timestamp
-            epoch = item.partition_leader_epoch
+                s.first_offset, s.first_timestamp = base, h[_MAX_TS]
+            s.last_offset, s.last_timestamp = last, h[_MAX_TS]
+            epoch = h[_EPOCH]
             lo = epoch if lo is None else min(lo, epoch)
             hi = epoch if hi is None else max(hi, epoch)
     except OSError as e:

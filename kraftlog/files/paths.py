@@ -7,9 +7,8 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from urllib.parse import unquote, urlsplit
 
-from kraftlog.files.storage import Remote
+from kraftlog.files.storage import Remote, local
 
 SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
 CHECKPOINT_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
@@ -159,20 +158,6 @@ def log_files_under(root: str | os.PathLike, all_partitions: bool = False,
 _URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://([^/]*)(.*)$", re.DOTALL)
 #: Names of one store: Hadoop's ``s3a``/``s3n`` are pyarrow's ``s3``, ``gcs`` is ``gs``.
 _STORE = {"s3a": "s3", "s3n": "s3", "gcs": "gs"}
-
-
-def is_uri(text: str) -> bool:
-    return bool(_URI.match(text)) or text.startswith("file:")
-
-
-def is_remote(text: str) -> bool:
-    """A URI of a store other than the local filesystem (``file:`` URIs and paths are local)."""
-    return is_uri(text) and not text.startswith("file:")
-
-
-def local(text: str) -> str:
-    """The local path a plain path or ``file:`` URI names (``file:/a%20b`` -> ``/a b``), not made absolute."""
-    return unquote(urlsplit(text).path) if text.startswith("file:") else text
 
 
 def location(text: str) -> tuple[str, PurePosixPath]:

@@ -77,6 +77,22 @@ class Remote:
 Where = Path | Remote
 
 
+def is_uri(text: str) -> bool:
+    """Only ``scheme://...`` and ``file:`` are URIs; anything else is a path (``out#1`` and ``a?b`` are
+    names of files, never a URL with a fragment or a query)."""
+    return bool(_SCHEME.match(text)) or text.startswith("file:")
+
+
+def is_remote(text: str) -> bool:
+    """A URI of a store other than the local filesystem (``file:`` URIs and paths are local)."""
+    return is_uri(text) and not text.startswith("file:")
+
+
+def local(text: str) -> str:
+    """The local path a plain path or ``file:`` URI names (``file:/a%20b`` -> ``/a b``), not made absolute."""
+    return unquote(urlsplit(text).path) if text.startswith("file:") else text
+
+
 def resolve(given: str | os.PathLike) -> Where:
     """What the user typed, as a local ``Path`` or a ``Remote``; an unknown ``scheme://`` is refused
     (a folder really named like that is reached as ``./name``)."""
@@ -84,7 +100,7 @@ def resolve(given: str | os.PathLike) -> Where:
         return given
     text = os.fspath(given)
     if text.startswith("file:"):
-        return Path(unquote(urlsplit(text).path))
+        return Path(local(text))
     m = _SCHEME.match(text)
     if m is None:
         return Path(text)

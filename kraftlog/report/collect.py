@@ -34,7 +34,7 @@ from kraftlog.state.acls import OPERATIONS, PERMISSION_TYPES
 from kraftlog.state.brokers import broker_state
 from kraftlog.state.configs import BROKER, TOPIC, resource_key
 from kraftlog.state.features import METADATA_VERSION, ZK_MIGRATION_STATES, metadata_version_name
-from kraftlog.state.image import ABORT, END, ClusterImage
+from kraftlog.state.image import ABORT, END, NO_OP, ClusterImage, is_no_op
 from kraftlog.state.quotas import entity_key, entity_of
 from kraftlog.state.rebuild import as_log, earliest_base, log_entries, starting_point
 
@@ -47,6 +47,8 @@ MIN_ISR = "min.insync.replicas"
 #: Kafka's default min.insync.replicas (ServerLogConfigs / TopicConfig); a broker's static
 #: server.properties could set another, and it is not in the log.
 KAFKA_MIN_ISR = 1
+#: Whether NoOps outside a transaction take the short way (tests compare both ways).
+FAST_NOOPS = True
 
 
 def collect(source: NodeDir | Log, *, limits: Limits = Limits(), max_buckets: int = MAX_BUCKETS,
@@ -140,6 +142,14 @@ class _Walker:
 
     def add(self, e: Entry) -> None:
         rec, model = e.record, self.model
+        if (FAST_NOOPS and is_no_op(rec) and self.epoch is not None and e.epoch <= self.epoch.epoch
+                and self.image.pass_over(e.offset, e.timestamp, e.epoch)):
+            # three quarters of a quiet log: counted, and nothing else (no effect, no event, no epoch)
+            model.records += 1
+            model.type_totals[NO_OP] += 1
+            model.last_offset = e.offset
+            self._count(e.timestamp, e.offset, NO_OP)
+            return
         kind = rec.type
         model.records += 1
         model.type_totals[kind] += 1

@@ -83,11 +83,15 @@ def main(argv: list[str] | None = None) -> int:
     try:  # the output is locked before Spark starts; ``run`` takes this claim as its own
         with claim(args.output, args.input, args.overwrite, args.report, args.wait_lock):
             spark = session(args.master, PROG, remote=args.remote)
-            manifest = run(spark, Options(
-                inputs=args.input, output=args.output, at_offsets=args.at_offset, at_times=args.at_time,
-                every_checkpoint=args.every_checkpoint, redact=not args.no_redact,
-                limits=Limits(args.max_batch_bytes, args.max_decompressed), report=args.report,
-                overwrite=args.overwrite))
+            try:
+                manifest = run(spark, Options(
+                    inputs=args.input, output=args.output, at_offsets=args.at_offset, at_times=args.at_time,
+                    every_checkpoint=args.every_checkpoint, redact=not args.no_redact,
+                    limits=Limits(args.max_batch_bytes, args.max_decompressed), report=args.report,
+                    overwrite=args.overwrite))
+            except BaseException:
+                spark.stop()  # Spark's own lines of the failure come before the one line that says why
+                raise
     except (InputError, UnsafeOutput, NoJava) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2

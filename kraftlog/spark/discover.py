@@ -7,6 +7,7 @@ file was when listed (``Inventory.seen``: size, modification time, inode) is wha
 against before reading it.
 """
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -15,6 +16,7 @@ from pyspark.sql.types import IntegerType, LongType, StringType, StructField, St
 from kraftlog.files import storage
 from kraftlog.files.logdir import NodeDir, find_nodes
 from kraftlog.files.storage import Remote, Stat, Where
+from kraftlog.spark.sink import partition_value
 
 READABLE = ("segment", "snapshot", "bootstrap")
 
@@ -96,9 +98,35 @@ def cannot_open(path: Where) -> str | None:
         return e.strerror or str(e)
 
 
+#: Bytes of a ``cluster_id=<value>`` folder name's escaped value, at most: file systems refuse names
+#: over 255 bytes (ENAMETOOLONG), and every table has a folder per cluster.
+MAX_PARTITION_BYTES = 200
+
+
 def cluster_of(node: NodeDir) -> str:
-    """The cluster id; a copy without ``meta.properties`` is a cluster of its own."""
-    return node.cluster_id or f"unknown:{node.log_dir.absolute()}"
+    """The cluster id; a copy without ``meta.properties`` is a cluster of its own (named by its log dir).
+    An id whose folder name would be too long (a long log dir, an edited ``meta.properties``) is cut
+    and made unique with a hash of the whole (``bounded``), and the copy says so in a problem."""
+    cluster = node.cluster_id or f"unknown:{node.log_dir.absolute()}"
+    short = bounded(cluster)
+    if short != cluster:
+        node.problems.append(f"cluster id {cluster[:300]!r}{'...' if len(cluster) > 300 else ''} is too long "
+                             f"for a folder name: its rows carry {short!r}")
+    return short
+
+
+def bounded(cluster: str) -> str:
+    """``cluster`` itself when its escaped folder value fits ``MAX_PARTITION_BYTES``; else its longest
+    prefix that fits with ``~`` and 16 hex digits of its SHA-256 after it (distinct ids stay distinct)."""
+    if len(partition_value(cluster).encode()) <= MAX_PARTITION_BYTES:
+        return cluster
+    tail = "~" + hashlib.sha256(cluster.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    room, prefix = MAX_PARTITION_BYTES - len(tail), ""
+    for ch in cluster:
+        if len(partition_value(prefix + ch).encode("utf-8", "surrogatepass")) > room:
+            break
+        prefix += ch
+    return prefix + tail
 
 
 class InputError(ValueError):

@@ -38,7 +38,8 @@ from pathlib import Path
 
 import uuid6
 
-from kraftlog.files.paths import holds, is_remote, local, location, read_by
+from kraftlog.files.paths import holds, location, read_by
+from kraftlog.files.storage import is_remote, local
 
 MANIFEST = "_manifest.json"
 

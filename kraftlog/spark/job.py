@@ -19,6 +19,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StringType, StructField
 
 from kraftlog import __version__
+from kraftlog.files import storage
 from kraftlog.files.logdir import load_node
 from kraftlog.files.reader import Limits
 from kraftlog.report import collect, write_report
@@ -164,7 +165,8 @@ def _reports(opts: Options, inv: Inventory, rank: dict[int, int],
         path = report_file(opts.report, cluster, len(clusters))
         entry = {"path": str(path), "node_id": best.node_id, "log_dir": best.log_dir}
         try:
-            node = load_node(Path(best.log_dir), Path(best.metadata_dir) if best.metadata_dir else None)
+            node = load_node(storage.resolve(best.log_dir),  # a URI stays one (Path would make s3:// s3:/)
+                             storage.resolve(best.metadata_dir) if best.metadata_dir else None)
             model = collect(node, limits=opts.limits, redact=opts.redact)
             written = place(path)
             written.parent.mkdir(parents=True, exist_ok=True)

@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 
-from kraftlog.files.paths import is_remote, local
+from kraftlog.files.storage import is_remote, local
 from kraftlog.spark.guard import MANIFEST, UnsafeOutput, previous_name, staging_name
 from kraftlog.spark.sink import NotVisible, Parts, not_visible, recording
 

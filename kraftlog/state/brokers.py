@@ -95,6 +95,11 @@ class Brokers:
     def to_json(self) -> dict:
         return sorted_map(self.registrations, _broker_json)
 
+    def broker_json(self, broker_id: int) -> dict | None:
+        """One broker as ``to_json`` shows it."""
+        registration = self.registrations.get(broker_id)
+        return None if registration is None else _broker_json(registration)
+
 
 def broker_state(registration: dict | None) -> str:
     """A broker's state at a glance: absent (not registered), fenced, shutdown (in controlled

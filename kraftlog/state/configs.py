@@ -51,9 +51,22 @@ class Configs:
         return [(r, self.resources[r]) for r in sorted(self.resources, key=_resource_order)]
 
     def to_json(self, redact: bool = True) -> dict:
-        return {
-            resource_key(*resource): {
-                k: REDACTED if redact and is_secret_config(k) else v for k, v in sorted(values.items())
-            }
-            for resource, values in self.ordered()
-        }
+        return {resource_key(*resource): _values_json(values, redact) for resource, values in self.ordered()}
+
+    def resource_json(self, resource: tuple[int, str], redact: bool = True) -> dict:
+        """One resource's values as ``to_json`` shows them ({} when it has none)."""
+        return _values_json(self.resources.get(resource, {}), redact)
+
+
+def type_of(name: str) -> int | None:
+    """The resource type ``type_name`` shows as ``name`` (None: no type is shown so)."""
+    by_name = {v: k for k, v in RESOURCE_TYPES.items()}
+    if name in by_name:
+        return by_name[name]
+    if name.lstrip("-").isdigit() and str(int(name)) == name and int(name) not in RESOURCE_TYPES:
+        return int(name)
+    return None
+
+
+def _values_json(values: dict[str, str], redact: bool) -> dict:
+    return {k: REDACTED if redact and is_secret_config(k) else v for k, v in sorted(values.items())}

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kraftlog.schema.metadata import BY_TYPE_NAME
 from kraftlog.schema.records import MetadataRecord, key_fields
 from kraftlog.state.acls import Acls
 from kraftlog.state.brokers import Brokers
@@ -27,6 +28,13 @@ ABORT = "ABORT_TRANSACTION_RECORD"
 #: Records that change nothing in the image (they still advance its provenance). Kafka ignores
 #: control types it does not know; an unknown metadata api key arrives with ``error`` set instead.
 _NO_EFFECT = ("NO_OP_RECORD", "SNAPSHOT_HEADER", "SNAPSHOT_FOOTER", "ABORT", "COMMIT", "UNKNOWN")
+NO_OP = "NO_OP_RECORD"
+_NO_OP_API_KEY = BY_TYPE_NAME[NO_OP].api_key
+
+
+def is_no_op(rec: Any) -> bool:
+    """A NoOpRecord that decoded, told by its api key (most of a quiet log: ``pass_over`` is its replay)."""
+    return type(rec) is MetadataRecord and rec.api_key == _NO_OP_API_KEY and rec.error is None
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +122,16 @@ class ClusterImage:
         else:
             self._run(handler, rec, offset)
         self._advance(offset, epoch, timestamp)
+
+    def pass_over(self, offset: int, timestamp: int = -1, epoch: int = -1) -> bool:
+        """``apply`` of a record of no effect (a NoOp) when that is all it does, cheaper: outside a
+        transaction it only observes the epoch and advances provenance. False (nothing done) inside one,
+        where it must be held with the transaction's records: ``apply`` it then."""
+        if self.transaction is not None:
+            return False
+        self.raft.observe_epoch(epoch)
+        self.provenance = Provenance(offset, epoch, timestamp)
+        return True
 
     def _run(self, handler: Callable[[dict], None], rec: Any, offset: int) -> None:
         try:

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kraftlog.files.records import Entry
-from kraftlog.state.image import ClusterImage, OpenTransaction, Provenance
+from kraftlog.state.image import ClusterImage, OpenTransaction, Provenance, is_no_op
 from kraftlog.state.problems import Problem
 
 
@@ -40,7 +40,8 @@ def replay(
             continue
         if until is not None and entry.offset > until:
             break
-        image.apply(entry.record, entry.offset, entry.timestamp, entry.epoch)
+        if not (is_no_op(entry.record) and image.pass_over(entry.offset, entry.timestamp, entry.epoch)):
+            image.apply(entry.record, entry.offset, entry.timestamp, entry.epoch)
         count += 1
     return ReplayResult(image, count)
 

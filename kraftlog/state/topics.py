@@ -227,10 +227,13 @@ class Topics:
                     partitions[partition_id] = merge_partition(partition, clear)
 
     def to_json(self) -> dict:
-        return {
-            name: {
-                "topicId": topic_id,
-                "partitions": sorted_map(self.by_id[topic_id]["partitions"], dict),
-            }
-            for name, topic_id in sorted(self.id_by_name.items())
-        }
+        return {name: self.topic_json(topic_id) for name, topic_id in sorted(self.id_by_name.items())}
+
+    def topic_json(self, topic_id: str) -> dict:
+        """One topic as ``to_json`` shows it (``history`` renders only the topic asked for)."""
+        return {"topicId": topic_id, "partitions": sorted_map(self.by_id[topic_id]["partitions"], dict)}
+
+    def partition_json(self, topic_id: str, partition_id: int) -> dict | None:
+        """One partition as ``topic_json`` shows it, without rendering its siblings."""
+        partition = self.by_id[topic_id]["partitions"].get(partition_id)
+        return None if partition is None else dict(partition)
