@@ -30,10 +30,14 @@ fi
 
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
-.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test,fast]' 2>&1 | grep -v '^WARNING: Location' || true
-.venv/bin/python -c 'import kraftlog, pyspark, construct, crcmod; print("setup: ok, kraftlog", kraftlog.__version__, "pyspark", pyspark.__version__)'
-# The Spark driver's class archive (a run of the job on a small generated log, about 20 s, once per
-# pyspark and Java): embedded sessions then start about a second sooner. Optional: without it they
-# start as before.
-.venv/bin/python -m kraftlog.spark.classes 2>/dev/null | sed 's/^kraftlog.spark.classes/setup/' \
-    || echo "setup: note: no Spark class archive written (run .venv/bin/python -m kraftlog.spark.classes to see why)" >&2
+.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[spark,test]' 2>&1 | grep -v '^WARNING: Location' || true
+.venv/bin/python -c 'import kraftlog, pyspark; from kraftlog.wire.crc import IMPLEMENTATION as crc; print("setup: ok, kraftlog", kraftlog.__version__, "pyspark", pyspark.__version__, "CRC-32C:", crc)'
+# The Spark driver's class archive (112 MiB in ~/.cache/kraftlog, one per pyspark and Java) makes
+# each embedded session start sooner, but writing it costs a run of the job (20-45 s on two cores):
+# about four sessions' gain (scripts/bench_class_archive.py), more than the tests start. So it is
+# written only when asked: KRAFTLOG_CLASS_ARCHIVE=1 ./scripts/setup.sh, or at any time
+# .venv/bin/python -m kraftlog.spark.classes (--remove deletes it).
+if [ -n "${KRAFTLOG_CLASS_ARCHIVE:-}" ]; then
+    .venv/bin/python -m kraftlog.spark.classes 2>/dev/null | sed 's/^kraftlog.spark.classes/setup/' \
+        || echo "setup: note: no Spark class archive written (run .venv/bin/python -m kraftlog.spark.classes to see why)" >&2
+fi

@@ -5,7 +5,6 @@ Test modules take the session with ``from spark_support import spark  # noqa: F4
 created once (``session()`` returns the active one) and lives until the interpreter exits.
 """
 
-import importlib.util
 import subprocess
 import sys
 from collections import defaultdict
@@ -15,21 +14,12 @@ import pyarrow.dataset as ds
 import pytest
 
 from conftest import REPO
+from kraftlog.spark import cli as kraft_metadata  # noqa: F401 - the job's command line, for the tests
 from kraftlog.spark.session import session
 
 FIXTURES = REPO / "fixtures"
 FIXTURE_NAMES = ("single-node", "three-nodes", "fleet")
 
-
-def _script():
-    """``jobs/kraft_metadata.py`` as a module (it is a script, not part of the package)."""
-    spec = importlib.util.spec_from_file_location("kraft_metadata", REPO / "jobs" / "kraft_metadata.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-kraft_metadata = _script()
 
 
 @pytest.fixture(scope="session")

@@ -89,7 +89,7 @@ def test_no_shared_disk_and_a_local_output_fails_loudly(spark_cluster, shared_in
     proc = spark_cluster.job("--input", str(shared_input), "--output", str(out))
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-3000:]
     # spark-submit passes the Python driver's stderr on as its stdout
-    line = [x for x in (proc.stdout + proc.stderr).splitlines() if x.startswith("kraft_metadata.py: error:")]
+    line = [x for x in (proc.stdout + proc.stderr).splitlines() if x.startswith("kraftlog-spark: error:")]
     assert len(line) == 1 and NOT_SHARED in line[0] and f"{out.parent}/.{out.name}.staging-" in line[0], \
         proc.stdout[-3000:]
     assert not out.exists()

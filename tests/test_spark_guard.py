@@ -58,7 +58,7 @@ def test_an_output_that_is_holds_or_is_inside_an_input_is_refused_before_spark(n
     before = _contents(tmp_path)
     given = "node-1" if cwd == "evidence" else "evidence/node-1"
     code, err = _job("--input", given, "--output", output, cwd=tmp_path / cwd)
-    assert code == 2 and len(err) == 1 and err[0].startswith(f"kraft_metadata.py: error: --output {output or repr('')} {says}")
+    assert code == 2 and len(err) == 1 and err[0].startswith(f"kraftlog-spark: error: --output {output or repr('')} {says}")
     assert _contents(tmp_path) == before  # nothing written, nothing removed
 
 
@@ -82,12 +82,12 @@ def test_a_folder_kraftlog_did_not_write_is_replaced_only_with_overwrite(node, t
     (tmp_path / "photos" / "cat.jpg").write_bytes(b"\xff\xd8")
     before = _contents(tmp_path)
     code, err = _job("--input", str(node), "--output", "photos", cwd=tmp_path)
-    assert (code, err) == (2, ["kraft_metadata.py: error: --output photos exists and is not a kraftlog output "
+    assert (code, err) == (2, ["kraftlog-spark: error: --output photos exists and is not a kraftlog output "
                                "(no _manifest.json); give --overwrite to replace it"])
     # accepted with --overwrite: the run goes on to start Spark, which fails on the master; one line, exit 1
     code, err = _job("--input", str(node), "--output", "photos", "--overwrite", cwd=tmp_path)
     assert code == 1
-    ours = [line for line in err if line.startswith("kraft_metadata.py:")]
+    ours = [line for line in err if line.startswith("kraftlog-spark:")]
     assert len(ours) == 1 and "Java gateway process exited" in ours[0] and "(the run failed; --debug for the traceback)" in ours[0]
     assert not any(line.startswith("Traceback") for line in err)
     assert _contents(tmp_path) == before  # the failed run left no lock and no staging folder
@@ -120,7 +120,7 @@ def test_a_symlink_as_output_is_refused(node, tmp_path):
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "out").symlink_to(tmp_path / "elsewhere")
     code, err = _job("--input", str(node), "--output", "out", "--overwrite", cwd=tmp_path)
-    assert code == 2 and err == [f"kraft_metadata.py: error: --output out is a symlink to {tmp_path / 'elsewhere'}; "
+    assert code == 2 and err == [f"kraftlog-spark: error: --output out is a symlink to {tmp_path / 'elsewhere'}; "
                                  "give the folder itself"]
 
 
@@ -220,7 +220,7 @@ def _writable(path: Path) -> list[str]:
 def test_a_read_only_output_parent_is_refused_before_spark(node, tmp_path):
     (tmp_path / "ro").mkdir()
     code, err = _job("--input", str(node), "--output", "ro/out", cwd=tmp_path, prefix=_writable(tmp_path / "ro"))
-    assert (code, err) == (2, [f"kraft_metadata.py: error: --output ro/out: cannot write in {tmp_path / 'ro/.out.lock'}: "
+    assert (code, err) == (2, [f"kraftlog-spark: error: --output ro/out: cannot write in {tmp_path / 'ro/.out.lock'}: "
                                "Read-only file system"])
 
 
@@ -256,7 +256,7 @@ def test_a_full_disk_fails_the_run_in_one_line_and_leaves_nothing(node, tmp_path
               f"\"$@\"; code=$?; ls -A {tmp_path / 'small'} > {tmp_path / 'left'}; exit $code", "sh"]
     code, err = _job("--input", str(node), "--output", "small/out", cwd=tmp_path, prefix=prefix, master="local[1]")
     assert code == 1
-    assert err[-1] == ("kraft_metadata.py: error: small/out: No space left on device "
+    assert err[-1] == ("kraftlog-spark: error: small/out: No space left on device "
                        "(the run failed; --debug for the traceback)")
     assert (tmp_path / "left").read_text() == ""  # no staging folder, no lock
 

@@ -101,3 +101,17 @@ def test_the_written_archive_starts_a_session(cache):
         f.seek(-1, 1)
         f.write(bytes([byte[0] ^ 0xFF]))
     assert "Unable to use shared archive" in _java_starts()
+
+
+def test_remove_deletes_the_archives_it_wrote_and_nothing_else(cache, capsys):
+    from kraftlog.spark.classes import main
+
+    cache.mkdir(parents=True)
+    ours = [S.class_archive(), cache / "spark-driver-0123456789abcdef.jsa", cache / ".spark-driver-x.jsa.42.tmp"]
+    theirs = [cache / "notes.txt", cache / "spark-driver.jsa.bak"]
+    for f in ours + theirs:
+        f.write_bytes(b"x" * (1 << 20))
+    assert main(["--remove"]) == 0
+    assert [f.exists() for f in ours + theirs] == [False, False, False, True, True]
+    assert f"removed 3 archive(s), 3 MiB, from {cache}" in capsys.readouterr().out
+    assert main(["--remove"]) == 0 and "removed 0 archive(s)" in capsys.readouterr().out

@@ -1,22 +1,27 @@
-"""The cluster recipe: ``spark-submit --py-files kraftlog.zip jobs/kraft_metadata.py ...`` with
-pyspark's own spark-submit, in a folder outside the repo. A ``sitecustomize`` removes the venv's
+"""The cluster recipe: kraftlog's wheel, shipped as ``spark-submit --py-files kraftlog.zip
+jobs/kraft_metadata.py ...`` with pyspark's own spark-submit, in a folder outside the repo. The zip
+is the wheel under another name: a pure-Python wheel is a zip of the package, but pyspark puts only
+``.zip``, ``.egg`` and ``.jar`` py-files on the executors' path (``SparkContext.PACKAGE_EXTENSIONS``),
+so as ``.whl`` it reaches the driver and not the executors. A ``sitecustomize`` removes the venv's
 editable-install finder from the driver and the Python workers, so kraftlog can only come from
 the zip, as on a cluster where it is not installed."""
 
 import json
+import shutil
 import subprocess
 
 import pytest
+from test_packaging import build
 
-from cluster_support import SPARK_HOME, clean_env, guard, package_zip
+from cluster_support import SPARK_HOME, clean_env, guard
 from conftest import REPO
 from spark_support import fixtures  # noqa: F401
 
 pytestmark = pytest.mark.spark
 
 
-def test_job_runs_from_a_py_files_zip(fixtures, tmp_path):  # noqa: F811
-    package_zip(tmp_path / "kraftlog.zip")
+def test_job_runs_from_the_wheel_as_py_files(fixtures, tmp_path):  # noqa: F811
+    shutil.copy(build(tmp_path / "build"), tmp_path / "kraftlog.zip")
     env = clean_env(PYTHONPATH=str(guard(tmp_path)))
     submit = SPARK_HOME / "bin" / "spark-submit"
     out = tmp_path / "tables"

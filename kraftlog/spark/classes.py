@@ -1,13 +1,17 @@
 """The driver JVM's class-data-sharing archive: write it once, and embedded sessions start faster.
 
     python -m kraftlog.spark.classes [--archive FILE] [--force]
+    python -m kraftlog.spark.classes --remove
 
 A Spark driver loads and verifies about ten thousand classes before its first job; Java maps them
 from an archive instead when given one (``-XX:SharedArchiveFile``). This runs the job once on a
 small generated cluster with the JVM told to archive every class it loaded at
 exit (``-XX:ArchiveClassesAtExit``), and puts the archive where ``session`` looks for it (see
-``session.class_archive``: one per pyspark install and Java). ``scripts/setup.sh`` runs it. Without
-an archive, sessions start as before.
+``session.class_archive``: one per pyspark install and Java). Without an archive, sessions start
+as before. It is about 112 MiB and takes a run of the job to write (20-45 s on two shared cores),
+which a session's start-up gain (10 s of 21 s under load) repays after about four sessions
+(``scripts/bench_class_archive.py``), so ``scripts/setup.sh`` writes it only when asked
+(``KRAFTLOG_CLASS_ARCHIVE=1``). ``--remove`` deletes every archive this wrote for any pyspark and Java.
 """
 
 import argparse
@@ -54,11 +58,17 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m kraftlog.spark.classes", description=__doc__.split("\n\n")[0])
     p.add_argument("--archive", type=Path, help="where to write it (default: where sessions look for it)")
     p.add_argument("--force", action="store_true", help="write it again even if it exists")
+    p.add_argument("--remove", action="store_true",
+                   help="delete the archives written for every pyspark and Java (in the folder of the default one)")
     args = p.parse_args(argv)
     target = args.archive or class_archive()
     if target is None:
-        print("kraftlog.spark.classes: no java found (JAVA_HOME or PATH); nothing written", file=sys.stderr)
+        print("kraftlog.spark.classes: no java found (JAVA_HOME or PATH); nothing done", file=sys.stderr)
         return 1
+    if args.remove:
+        if args.archive or args.force:
+            p.error("--remove takes no other option")
+        return _remove(target)
     if target.exists() and not args.force:
         print(f"kraftlog.spark.classes: {target} exists (--force writes it again)")
         return 0
@@ -69,6 +79,18 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 1
     print(f"kraftlog.spark.classes: wrote {target} ({target.stat().st_size >> 20} MiB)")
+    return 0
+
+
+def _remove(default: Path) -> int:
+    """Delete what ``write_archive`` wrote beside ``default``: files with its names only."""
+    folder = default.parent
+    written = [a for a in [*folder.glob("spark-driver-*.jsa"), *folder.glob(".spark-driver-*.jsa.*.tmp")]
+               if a.is_file()]
+    freed = sum(a.stat().st_size for a in written)
+    for archive in written:
+        archive.unlink()
+    print(f"kraftlog.spark.classes: removed {len(written)} archive(s), {freed >> 20} MiB, from {folder}")
     return 0
 
 

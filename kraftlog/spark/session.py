@@ -38,16 +38,26 @@ LOOPBACK = {
 QUICK_JVM = "-XX:TieredStopAtLevel=1"
 
 
+class NoJava(RuntimeError):
+    """No java for an embedded session's driver to run."""
+
+
+def java() -> str | None:
+    """The java an embedded session's driver runs, as spark-submit finds it (``$JAVA_HOME/bin/java``,
+    else ``java`` on PATH), resolved; None without one."""
+    home = os.environ.get("JAVA_HOME")
+    found = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    return os.path.realpath(found) if found and os.path.exists(found) else None
+
+
 def class_archive() -> Path | None:
     """Where the driver's class-data-sharing archive for this pyspark install and this Java is
     (under ``$XDG_CACHE_HOME/kraftlog``, or ``~/.cache/kraftlog``); None without a java to run."""
-    home = os.environ.get("JAVA_HOME")
-    java = os.path.join(home, "bin", "java") if home else shutil.which("java")
-    if not java or not os.path.exists(java):
+    java_ = java()
+    if java_ is None:
         return None
-    java = os.path.realpath(java)
     jars = os.path.realpath(os.path.join(os.path.dirname(pyspark.__file__), "jars"))
-    key = "\0".join([pyspark.__version__, java, str(os.stat(java).st_mtime_ns), jars,
+    key = "\0".join([pyspark.__version__, java_, str(os.stat(java_).st_mtime_ns), jars,
                      str(os.stat(jars).st_mtime_ns if os.path.isdir(jars) else 0)])
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kraftlog"
     return cache / f"spark-driver-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
@@ -106,6 +116,8 @@ def session(master: str | None = None, app_name: str = "kraftlog", extra: dict[s
         if not submitted():
             _ship_package(spark)
         return spark
+    if java() is None:  # else pyspark's launcher fails with a traceback about a gateway
+        raise NoJava("Spark needs Java 17 or newer: no java in $JAVA_HOME/bin or on PATH")
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     settings = {**LOOPBACK, "spark.driver.extraJavaOptions": driver_options(), **TUNING, **(extra or {})}

@@ -1,7 +1,9 @@
 """CRC-32C (Castagnoli), the checksum of v2 batches.
 
-crcmod's C extension is the baseline (~0.4 GB/s); the ``crc32c`` package uses SSE4.2/ARMv8
-instructions (several GB/s) and is taken when installed.
+The ``crc32c`` package (a dependency: wheels for the usual platforms) uses SSE4.2/ARMv8
+instructions, several GB/s. Where it cannot be installed, ``crcmod`` (the ``crcmod`` extra) is the
+fallback: ~0.4 GB/s with its C extension, which needs a compiler as it has no Linux wheels, and
+10-40x slower than that without. ``IMPLEMENTATION`` names the one in use (``kraftlog --version``).
 """
 
 from collections.abc import Callable
@@ -11,15 +13,19 @@ import numpy as np
 crc32c: Callable[[bytes], int]
 
 try:
-    from crc32c import crc32c as _hw_crc32c  # type: ignore[import-not-found]
+    import crc32c as _crc32c  # type: ignore[import-not-found]
 
-    crc32c = _hw_crc32c
-    IMPLEMENTATION = "crc32c (hardware)"
-except ImportError:  # pragma: no cover - depends on what is installed
-    import crcmod.predefined
+    crc32c = _crc32c.crc32c
+    # without SSE4.2/ARMv8 CRC instructions the package computes in software (still C)
+    IMPLEMENTATION = "crc32c (hardware)" if _crc32c.hardware_based else "crc32c (software)"
+except ImportError:
+    try:
+        import crcmod.predefined
+    except ImportError:
+        raise ImportError("kraftlog needs a CRC-32C package: pip install crc32c "
+                          "(or, where it has no wheel, pip install 'kraftlog[crcmod]')") from None
 
-    _fn = crcmod.predefined.mkPredefinedCrcFun("crc-32c")
-    crc32c = _fn
+    crc32c = crcmod.predefined.mkPredefinedCrcFun("crc-32c")
     try:
         import crcmod._crcfunext  # noqa: F401
 
