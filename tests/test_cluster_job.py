@@ -3,13 +3,14 @@ its tasks read inputs in object storage through the storage layer, and the job w
 output in object storage gives the tables of a local run."""
 
 import json
+from pathlib import Path
 
 import pytest
 
-from cluster_support import s3, spark_cluster, tables  # noqa: F401
+from cluster_support import delta_tables, run_job, s3, spark_cluster, tables  # noqa: F401
 from kraftlog.files.storage import Source
 from kraftlog.spark.discover import discover
-from kraftlog.spark.job import Options, run
+from kraftlog.spark.job import TABLES, Options, run
 from kraftlog.spark.walk import walk
 from spark_support import fixtures, spark  # noqa: F401
 
@@ -64,9 +65,6 @@ def test_executors_read_inputs_in_s3_through_the_storage_layer(spark_cluster, s3
     assert got == expected and len(got) == 21 and sum(r for _, r in got.values()) > 2000
 
 
-@pytest.mark.xfail(strict=True, reason="--output in object storage is not supported yet (the `cluster` helper's part "
-                   "of issue 15): main's Output asks Hadoop's FileSystem, which has no s3 in pyspark's jars; the "
-                   "cluster branch refuses object stores until a transactional table format (Delta) publishes them")
 def test_the_job_on_the_cluster_with_input_and_output_in_s3_gives_the_local_tables(spark_cluster, s3, spark,  # noqa: F811
                                                                                    fixtures, tmp_path):  # noqa: F811
     local = fixtures / "three-nodes"
@@ -76,8 +74,38 @@ def test_the_job_on_the_cluster_with_input_and_output_in_s3_gives_the_local_tabl
     proc = spark_cluster.job("--input", "s3a" + uri[2:], "--output", f"{bucket}/out", "--at-offset", "1000",
                              env=s3.env, conf=s3.spark_conf())
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-    there = tables(s3.download(f"{bucket}/out", tmp_path / "s3"), {"ROOT": "s3a" + uri[2:]})
-    here = tables(tmp_path / "local", {"ROOT": str(local.resolve())})
-    assert sorted(here) == sorted(there) and len(here) > 10
-    for name in here:
-        assert here[name] == there[name], name
+    _same_tables(tmp_path / "local", local, f"{bucket}/out", "s3a" + uri[2:], s3)
+
+
+def _same_tables(here: Path, local: Path, there: str, inputs: str, s3) -> None:  # noqa: F811
+    """The Delta tables at ``there`` hold the rows of the Parquet tables at ``here``; the manifest,
+    written last, names each table's Delta version; nothing of the run's staging is left."""
+    mine = tables(here, {"ROOT": str(local.resolve())})
+    theirs = delta_tables(there, sorted(mine), {"ROOT": inputs})
+    assert set(TABLES) == set(mine) and len(mine) > 10
+    for name in mine:
+        assert mine[name] == theirs[name], name
+    keys = s3.keys(there)
+    manifest = json.loads(s3.client().get_object(Bucket=there[5:].split("/")[0],
+                                                 Key=there[5:].split("/", 1)[1] + "/_manifest.json")["Body"].read())
+    assert set(manifest["delta_versions"]) == set(TABLES)
+    assert not [k for k in keys if k.startswith("_staging-")]
+
+
+def test_a_local_run_with_output_in_s3_gives_the_local_tables_as_delta(spark, s3, fixtures, tmp_path):  # noqa: F811
+    """And a second run onto it replaces each table in one Delta commit: the tables hold its rows only."""
+    local = fixtures / "three-nodes"
+    out, versions = s3.bucket("local-job") + "/out", []
+    run(spark, Options(inputs=[str(local)], output=str(tmp_path / "local"), at_offsets=[1000]))
+    for _ in range(2):
+        proc = run_job(["--input", str(local), "--output", out, "--at-offset", "1000"], s3.env)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        versions.append(json.loads(s3.client().get_object(Bucket="local-job", Key="out/_manifest.json")["Body"].read()))
+    first, second = versions
+    _same_tables(tmp_path / "local", local, out, str(local), s3)
+    assert {t: v - 1 for t, v in second["delta_versions"].items()} == first["delta_versions"]
+    import polars as pl
+
+    from kraftlog.spark.output import storage_options
+
+    assert pl.read_delta(f"{out}/records", storage_options=storage_options(out)).height == first["counts"]["records"]

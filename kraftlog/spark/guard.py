@@ -39,6 +39,8 @@ from pathlib import Path
 import uuid6
 
 from kraftlog.files.paths import holds, is_remote, local, location, read_by
+from kraftlog.files.storage import filesystem
+from kraftlog.spark.sink import STAGING
 
 MANIFEST = "_manifest.json"
 
@@ -191,6 +193,11 @@ def claim(output: str, inputs: list[str], overwrite: bool = False, report: str |
         return _claims[key]
     held = _claims[key] = Claim(key, new_run_id())
     if is_remote(output):
+        try:
+            held.removed = _remove_stale_remote(output, held.run_id)
+        except BaseException:
+            held.release()
+            raise
         return held
     target = Path(key[1])
     held._lock = target.parent / lock_name(target.name)
@@ -285,6 +292,30 @@ def _remove_stale(target: Path, run_id: str) -> list[str]:
 def _refuse_removal(_fn, path, exc) -> None:
     err = exc if isinstance(exc, OSError) else exc[1]
     raise OSError(err.errno or errno.EIO, f"cannot remove the stale staging folder {path}: {err.strerror or err}")
+
+
+def _remove_stale_remote(output: str, run_id: str) -> list[str]:
+    """Remove the staging prefixes that earlier runs onto the object-store ``output`` left when killed
+    (named ``_staging-<UUIDv7>``, started before ``run_id``); the prefixes removed. There is no lock
+    on an object store: a run still writing one of them would fail."""
+    import pyarrow.fs as pafs
+
+    fs, base = filesystem(output)
+    ours = uuid.UUID(run_id).int >> 80
+    removed = []
+    for info in fs.get_file_info(pafs.FileSelector(base, allow_not_found=True)):
+        name = info.base_name
+        try:
+            found = uuid.UUID(name.removeprefix(STAGING)) if name.startswith(STAGING) else None
+        except ValueError:
+            continue
+        if found is None or found.version != 7 or found.int >> 80 >= ours or info.type != pafs.FileType.Directory:
+            continue
+        fs.delete_dir(info.path)
+        print(f"kraftlog: removed {output.rstrip('/')}/{name}, left by run {found} that did not finish; it held "
+              "decoded records", file=sys.stderr)
+        removed.append(f"{output.rstrip('/')}/{name}")
+    return removed
 
 
 #: An OS error as Python or pyarrow prints it, also inside a Python worker's traceback that Spark passes
