@@ -9,8 +9,10 @@ import pytest
 
 from cluster_support import delta_tables, run_job, s3, spark_cluster, tables  # noqa: F401
 from kraftlog.files.storage import Source
+from kraftlog.spark import guard
 from kraftlog.spark.discover import discover
 from kraftlog.spark.job import TABLES, Options, run
+from kraftlog.spark.sink import STAGING
 from kraftlog.spark.walk import walk
 from spark_support import fixtures, spark  # noqa: F401
 
@@ -19,8 +21,10 @@ pytestmark = pytest.mark.spark
 _READ = '''
 import json, sys
 from pyspark.sql import SparkSession
+from kraftlog.spark import guard
 from kraftlog.spark.discover import discover
 from kraftlog.spark.passes import _meta, _read
+from kraftlog.spark.sink import STAGING
 from kraftlog.spark.walk import walk
 
 inv = discover([sys.argv[1]])
@@ -109,3 +113,30 @@ def test_a_local_run_with_output_in_s3_gives_the_local_tables_as_delta(spark, s3
     from kraftlog.spark.output import storage_options
 
     assert pl.read_delta(f"{out}/records", storage_options=storage_options(out)).height == first["counts"]["records"]
+
+
+def test_an_object_store_prefix_kraftlog_did_not_write_is_refused_and_stale_staging_is_removed(s3, capfd):  # noqa: F811
+    out = s3.bucket("claims") + "/out"
+    client = s3.client()
+    client.put_object(Bucket="claims", Key="out/notes.txt", Body=b"theirs")
+    with pytest.raises(guard.UnsafeOutput, match="exists and is not a kraftlog output \\(no _manifest.json\\)"):
+        guard.claim(out, ["/in"])
+    client.delete_object(Bucket="claims", Key="out/notes.txt")
+    manifest = {"run_id": guard.new_run_id(), "versions": {"kraftlog": "x"}, "counts": {"records": 1}}
+    client.put_object(Bucket="claims", Key="out/_manifest.json", Body=json.dumps(manifest).encode())
+    stale = f"{STAGING}{guard.new_run_id()}"
+    for key in (f"out/{stale}/decoded/part-1.arrow", "out/records/_delta_log/0.json"):
+        client.put_object(Bucket="claims", Key=key, Body=b"x")
+    with guard.claim(out, ["/in"]) as held:
+        assert held.removed == [f"{out}/{stale}"]
+        # pyarrow leaves an empty ``out/`` marker where it deletes the last object below a prefix
+        assert [k for k in s3.keys(out) if k] == ["_manifest.json", "records/_delta_log/0.json"]
+        assert f"kraftlog: removed {out}/{stale}, left by run" in capfd.readouterr().err
+        later = f"{STAGING}{guard.new_run_id()}"  # a run that started after this one: not touched by it
+        client.put_object(Bucket="claims", Key=f"out/{later}/x", Body=b"x")
+        assert guard._remove_stale_remote(out, held.run_id) == []
+    client.put_object(Bucket="claims", Key="out/other/x", Body=b"x")
+    with pytest.raises(guard.UnsafeOutput, match="it holds 'other', which kraftlog did not write"):
+        guard.claim(out, ["/in"])
+    with guard.claim(out, ["/in"], overwrite=True) as held:
+        assert held.removed == [f"{out}/{later}"] and "other/x" in s3.keys(out)

@@ -18,7 +18,10 @@
 Locking and clean-up are for local filesystems, and shared ones where ``flock`` reaches every host
 (NFSv4, or v3 with lockd: Linux maps ``flock`` to NFS locks); a lock is never broken by age, since
 the kernel (or the NFS server) releases it with its process. Object stores have no lock here: pyarrow exposes no conditional put
-(``If-None-Match``), so two runs onto one bucket prefix are not kept apart; only the path checks apply.
+(``If-None-Match``), so two runs onto one bucket prefix are not kept apart (each table's Delta commit
+is still atomic, see ``output.DeltaOutput``). The path checks apply, compared by store and key; an
+existing prefix is written only if kraftlog wrote it (``not_ours_remote``), and the staging prefixes
+``<output>/_staging-<run_id>`` of earlier killed runs are removed when a run starts.
 """
 
 import contextlib
@@ -125,16 +128,12 @@ def not_ours(folder: Path) -> str | None:
     if not entries:
         return None
     try:
-        manifest = json.loads((folder / MANIFEST).read_text())
-        run_id, version, counts = manifest["run_id"], manifest["versions"]["kraftlog"], manifest["counts"]
-        uuid.UUID(run_id)
-        if not isinstance(version, str) or not isinstance(counts, dict):
-            raise TypeError
+        manifest = _ours(json.loads((folder / MANIFEST).read_text()))
     except FileNotFoundError:
         return f"no {MANIFEST}"
     except (OSError, ValueError, KeyError, TypeError):
         return f"{MANIFEST} is not one kraftlog wrote"
-    known = {MANIFEST, *counts}
+    known = {MANIFEST, *manifest["counts"]}
     for report in manifest.get("reports", {}).values():
         path = Path(report.get("path", ""))
         if path.is_relative_to(folder) and path != folder:
@@ -142,6 +141,35 @@ def not_ours(folder: Path) -> str | None:
     # Hadoop's local filesystem writes a ``.<name>.crc`` checksum beside each file it creates
     extra = [e for e in entries if e not in known and not (e.startswith(".") and e.endswith(".crc")
                                                             and e[1:-4] in known)]
+    return f"it holds {extra[0]!r}, which kraftlog did not write" if extra else None
+
+
+def _ours(manifest: dict) -> dict:
+    """``manifest`` if kraftlog wrote it (a run id, its version, the counts of its tables); raises otherwise."""
+    run_id, version, counts = manifest["run_id"], manifest["versions"]["kraftlog"], manifest["counts"]
+    uuid.UUID(run_id)
+    if not isinstance(version, str) or not isinstance(counts, dict):
+        raise TypeError
+    return manifest
+
+
+def not_ours_remote(output: str) -> str | None:
+    """Why the object-store prefix ``output`` is not an output kraftlog wrote (its Delta tables, its
+    manifest, and the staging prefixes of killed runs), or None if it is one or holds nothing."""
+    import pyarrow.fs as pafs
+
+    fs, base = filesystem(output)
+    entries = sorted(i.base_name for i in fs.get_file_info(pafs.FileSelector(base, allow_not_found=True)))
+    if not entries:
+        return None
+    if MANIFEST not in entries:
+        return f"no {MANIFEST}"
+    try:
+        with fs.open_input_stream(f"{base}/{MANIFEST}") as f:
+            manifest = _ours(json.loads(f.read(1 << 20)))
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"{MANIFEST} is not one kraftlog wrote"
+    extra = [e for e in entries if e not in {MANIFEST, *manifest["counts"]} and not e.startswith(STAGING)]
     return f"it holds {extra[0]!r}, which kraftlog did not write" if extra else None
 
 
@@ -194,6 +222,9 @@ def claim(output: str, inputs: list[str], overwrite: bool = False, report: str |
     held = _claims[key] = Claim(key, new_run_id())
     if is_remote(output):
         try:
+            if not overwrite and (foreign := not_ours_remote(output)):
+                raise UnsafeOutput(f"--output {output} exists and is not a kraftlog output ({foreign}); "
+                                   "give --overwrite to replace its tables")
             held.removed = _remove_stale_remote(output, held.run_id)
         except BaseException:
             held.release()
