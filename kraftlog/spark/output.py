@@ -70,6 +70,9 @@ def open_output(spark: SparkSession, target: str, run_id: str) -> "Output":
 
 class Output:
     def __init__(self, spark: SparkSession, target: str, run_id: str) -> None:
+        if is_remote(target):
+            raise UnsafeOutput(f"--output {target}: an object store has no rename to swap a folder in place; "
+                               "its tables are Delta tables (open_output)")
         self.target = os.path.abspath(local(target))  # a path is a path: ``out#1`` is a folder of that name
         if os.path.ismount(self.target):
             raise UnsafeOutput(f"--output {target} is a mount point, which cannot be replaced in one rename; "
