@@ -56,6 +56,12 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def run_job(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """``python jobs/kraft_metadata.py --master local[2] args`` (an embedded session), as a user runs it."""
+    return subprocess.run([PYTHON, str(REPO / "jobs" / "kraft_metadata.py"), "--master", "local[2]", *args],
+                          capture_output=True, text=True, timeout=900, env=clean_env(PYTHONPATH=str(REPO), **(env or {})))
+
+
 class Daemon:
     """A server process we started, in a process group of its own, its output in ``log``."""
 
@@ -305,9 +311,9 @@ def spark_connect(tmp_path_factory):
         server.stop()
 
 
-def tables(out: Path, roots: dict[str, str]) -> dict[str, list[tuple]]:
-    """Every table of an output as sorted rows, ``run_id`` left out and each input root in a string
-    replaced by its key in ``roots`` (so a local path and a URI of the same file compare equal)."""
+def _rows(t, roots: dict[str, str]) -> list[tuple]:
+    """A table's rows, sorted, ``run_id`` left out and each input root in a string replaced by its key
+    in ``roots`` (so a local path and a URI of the same file compare equal)."""
     def plain(v):
         if isinstance(v, str):
             for name, root in roots.items():
@@ -321,10 +327,21 @@ def tables(out: Path, roots: dict[str, str]) -> dict[str, list[tuple]]:
             return {k: plain(x) for k, x in v.items()}
         return v
 
-    out_tables = {}
-    for folder in sorted(p for p in out.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))):
-        t = ds.dataset(folder, format="parquet", partitioning="hive").to_table()
-        rows = [tuple(sorted((k, json.dumps(plain(v), sort_keys=True, default=str)) for k, v in r.items()
-                             if k != "run_id")) for r in t.to_pylist()]
-        out_tables[folder.name] = sorted(rows)
-    return out_tables
+    return sorted(tuple(sorted((k, json.dumps(plain(v), sort_keys=True, default=str)) for k, v in r.items()
+                               if k != "run_id")) for r in t.to_pylist())
+
+
+def tables(out: Path, roots: dict[str, str]) -> dict[str, list[tuple]]:
+    """Every table of a local output as sorted rows (``_rows``)."""
+    return {folder.name: _rows(ds.dataset(folder, format="parquet", partitioning="hive").to_table(), roots)
+            for folder in sorted(p for p in out.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))}
+
+
+def delta_tables(uri: str, names: list[str], roots: dict[str, str]) -> dict[str, list[tuple]]:
+    """Every table of an object-store output (Delta tables, read with ``deltalake``) as sorted rows."""
+    from deltalake import DeltaTable
+
+    from kraftlog.spark.output import storage_options
+
+    return {n: _rows(DeltaTable(f"{uri}/{n}", storage_options=storage_options(uri)).to_pyarrow_table(), roots)
+            for n in names}

@@ -4,13 +4,10 @@ loss or a crashed worker."""
 
 import os
 import shutil
-import subprocess
-import sys
 
 import pytest
 
-from cluster_support import clean_env, s3, tables  # noqa: F401
-from conftest import REPO
+from cluster_support import run_job, s3, tables  # noqa: F401
 from kraftlog.spark import job as job_module
 from kraftlog.spark.job import Options, run
 from spark_support import fixtures, spark, table  # noqa: F401
@@ -18,19 +15,13 @@ from spark_support import fixtures, spark, table  # noqa: F401
 pytestmark = pytest.mark.spark
 
 
-def _run_job(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    """``python jobs/kraft_metadata.py args`` (an embedded ``local[2]`` session), as a user runs it."""
-    return subprocess.run([sys.executable, str(REPO / "jobs" / "kraft_metadata.py"), "--master", "local[2]", *args],
-                          capture_output=True, text=True, timeout=900, env=clean_env(PYTHONPATH=str(REPO), **env))
-
-
 def test_the_job_on_s3_gives_the_tables_it_gives_on_disk(s3, spark, fixtures, tmp_path):  # noqa: F811
     local = fixtures / "three-nodes"
     uri = s3.upload(local, s3.bucket("job-input") + "/archive/three-nodes")
     run(spark, Options(inputs=[str(local)], output=str(tmp_path / "local"), at_offsets=[1000],
                        report=str(tmp_path / "local.html")))
-    proc = _run_job(["--input", "s3a" + uri[2:], "--output", str(tmp_path / "s3"), "--at-offset", "1000",
-                     "--report", str(tmp_path / "s3.html")], s3.env)
+    proc = run_job(["--input", "s3a" + uri[2:], "--output", str(tmp_path / "s3"), "--at-offset", "1000",
+                    "--report", str(tmp_path / "s3.html")], s3.env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     # the report is of the same log (its page names where it was read, so sizes differ by that alone)
     sizes = [(tmp_path / f"{name}.html").stat().st_size for name in ("local", "s3")]

@@ -16,7 +16,7 @@ from kraftlog.spark import entities, events, output
 from kraftlog.spark.copies import FileSummary, likely_first, ranks, suppliers, supplies, unrelated, wanted
 from kraftlog.spark.discover import Copy, FileEntry, Inventory
 from kraftlog.spark.fold import EVENT_COLUMNS, fold_function
-from kraftlog.spark.output import Output, UnsafeOutput
+from kraftlog.spark.output import DeltaOutput, Output, UnsafeOutput, open_output
 from kraftlog.spark.passes import MIN_TASKS, _groups, tasks
 from kraftlog.spark.plan import GAP, SEED, Reset, Snapshot, plan
 from kraftlog.spark.replayed import Replayed
@@ -294,6 +294,12 @@ def test_publishing_swaps_the_new_output_in_and_only_then_removes_the_previous(t
 def test_an_output_no_rename_can_replace_safely_is_refused(target):
     with pytest.raises(UnsafeOutput, match="--output"):
         Output(None, target, "r1")
+
+
+def test_an_object_store_output_is_delta_tables():
+    out = open_output(None, "s3a://bucket/out/", "01a20cfb-5d23-77d1-bf30-706b593bfade")
+    assert isinstance(out, DeltaOutput) and out.tables == "s3://bucket/out"
+    assert out.root == "s3a://bucket/out/_staging-01a20cfb-5d23-77d1-bf30-706b593bfade"
 
 
 def test_tasks_follow_the_bytes_read_not_the_cores():

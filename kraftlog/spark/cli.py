@@ -42,7 +42,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
                    help="log dirs, __cluster_metadata-0 folders, or folders holding many nodes' log dirs")
     p.add_argument("--output", required=True, metavar="OUT",
                    help="folder of Parquet tables, replaced when done if it is an earlier kraftlog output (or empty); "
-                   "never an input, inside one or holding one")
+                   "or an object-store URI (s3://, s3a://, ...) of Delta Lake tables, each replaced in one Delta "
+                   "commit; never an input, inside one or holding one")
     p.add_argument("--overwrite", action="store_true",
                    help="replace OUT even if it is a folder kraftlog did not write (never a file, never an input)")
     p.add_argument("--wait-lock", type=float, default=0, metavar="SECONDS",

@@ -18,7 +18,10 @@
 Locking and clean-up are for local filesystems, and shared ones where ``flock`` reaches every host
 (NFSv4, or v3 with lockd: Linux maps ``flock`` to NFS locks); a lock is never broken by age, since
 the kernel (or the NFS server) releases it with its process. Object stores have no lock here: pyarrow exposes no conditional put
-(``If-None-Match``), so two runs onto one bucket prefix are not kept apart; only the path checks apply.
+(``If-None-Match``), so two runs onto one bucket prefix are not kept apart (each table's Delta commit
+is still atomic, see ``output.DeltaOutput``). The path checks apply, compared by store and key; an
+existing prefix is written only if kraftlog wrote it (``not_ours_remote``), and the staging prefixes
+``<output>/_staging-<run_id>`` of earlier killed runs are removed when a run starts.
 """
 
 import contextlib
@@ -39,7 +42,8 @@ from pathlib import Path
 import uuid6
 
 from kraftlog.files.paths import holds, location, read_by
-from kraftlog.files.storage import is_remote, local
+from kraftlog.files.storage import filesystem, is_remote, local
+from kraftlog.spark.sink import STAGING
 
 MANIFEST = "_manifest.json"
 
@@ -124,16 +128,12 @@ def not_ours(folder: Path) -> str | None:
     if not entries:
         return None
     try:
-        manifest = json.loads((folder / MANIFEST).read_text())
-        run_id, version, counts = manifest["run_id"], manifest["versions"]["kraftlog"], manifest["counts"]
-        uuid.UUID(run_id)
-        if not isinstance(version, str) or not isinstance(counts, dict):
-            raise TypeError
+        manifest = _ours(json.loads((folder / MANIFEST).read_text()))
     except FileNotFoundError:
         return f"no {MANIFEST}"
     except (OSError, ValueError, KeyError, TypeError):
         return f"{MANIFEST} is not one kraftlog wrote"
-    known = {MANIFEST, *counts}
+    known = {MANIFEST, *manifest["counts"]}
     for report in manifest.get("reports", {}).values():
         path = Path(report.get("path", ""))
         if path.is_relative_to(folder) and path != folder:
@@ -141,6 +141,35 @@ def not_ours(folder: Path) -> str | None:
     # Hadoop's local filesystem writes a ``.<name>.crc`` checksum beside each file it creates
     extra = [e for e in entries if e not in known and not (e.startswith(".") and e.endswith(".crc")
                                                             and e[1:-4] in known)]
+    return f"it holds {extra[0]!r}, which kraftlog did not write" if extra else None
+
+
+def _ours(manifest: dict) -> dict:
+    """``manifest`` if kraftlog wrote it (a run id, its version, the counts of its tables); raises otherwise."""
+    run_id, version, counts = manifest["run_id"], manifest["versions"]["kraftlog"], manifest["counts"]
+    uuid.UUID(run_id)
+    if not isinstance(version, str) or not isinstance(counts, dict):
+        raise TypeError
+    return manifest
+
+
+def not_ours_remote(output: str) -> str | None:
+    """Why the object-store prefix ``output`` is not an output kraftlog wrote (its Delta tables, its
+    manifest, and the staging prefixes of killed runs), or None if it is one or holds nothing."""
+    import pyarrow.fs as pafs
+
+    fs, base = filesystem(output)
+    entries = sorted(i.base_name for i in fs.get_file_info(pafs.FileSelector(base, allow_not_found=True)))
+    if not entries:
+        return None
+    if MANIFEST not in entries:
+        return f"no {MANIFEST}"
+    try:
+        with fs.open_input_stream(f"{base}/{MANIFEST}") as f:
+            manifest = _ours(json.loads(f.read(1 << 20)))
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"{MANIFEST} is not one kraftlog wrote"
+    extra = [e for e in entries if e not in {MANIFEST, *manifest["counts"]} and not e.startswith(STAGING)]
     return f"it holds {extra[0]!r}, which kraftlog did not write" if extra else None
 
 
@@ -192,6 +221,14 @@ def claim(output: str, inputs: list[str], overwrite: bool = False, report: str |
         return _claims[key]
     held = _claims[key] = Claim(key, new_run_id())
     if is_remote(output):
+        try:
+            if not overwrite and (foreign := not_ours_remote(output)):
+                raise UnsafeOutput(f"--output {output} exists and is not a kraftlog output ({foreign}); "
+                                   "give --overwrite to replace its tables")
+            held.removed = _remove_stale_remote(output, held.run_id)
+        except BaseException:
+            held.release()
+            raise
         return held
     target = Path(key[1])
     held._lock = target.parent / lock_name(target.name)
@@ -286,6 +323,30 @@ def _remove_stale(target: Path, run_id: str) -> list[str]:
 def _refuse_removal(_fn, path, exc) -> None:
     err = exc if isinstance(exc, OSError) else exc[1]
     raise OSError(err.errno or errno.EIO, f"cannot remove the stale staging folder {path}: {err.strerror or err}")
+
+
+def _remove_stale_remote(output: str, run_id: str) -> list[str]:
+    """Remove the staging prefixes that earlier runs onto the object-store ``output`` left when killed
+    (named ``_staging-<UUIDv7>``, started before ``run_id``); the prefixes removed. There is no lock
+    on an object store: a run still writing one of them would fail."""
+    import pyarrow.fs as pafs
+
+    fs, base = filesystem(output)
+    ours = uuid.UUID(run_id).int >> 80
+    removed = []
+    for info in fs.get_file_info(pafs.FileSelector(base, allow_not_found=True)):
+        name = info.base_name
+        try:
+            found = uuid.UUID(name.removeprefix(STAGING)) if name.startswith(STAGING) else None
+        except ValueError:
+            continue
+        if found is None or found.version != 7 or found.int >> 80 >= ours or info.type != pafs.FileType.Directory:
+            continue
+        fs.delete_dir(info.path)
+        print(f"kraftlog: removed {output.rstrip('/')}/{name}, left by run {found} that did not finish; it held "
+              "decoded records", file=sys.stderr)
+        removed.append(f"{output.rstrip('/')}/{name}")
+    return removed
 
 
 #: An OS error as Python or pyarrow prints it, also inside a Python worker's traceback that Spark passes

@@ -27,7 +27,7 @@ from kraftlog.spark import copies, entities, guard, passes, tables, views
 from kraftlog.spark.decode import BATCHES, RECORDS
 from kraftlog.spark.discover import Inventory, discover, local_path
 from kraftlog.spark.events import EVENTS_TABLE
-from kraftlog.spark.output import Output
+from kraftlog.spark.output import Output, open_output
 from kraftlog.spark.plan import Plan, Snapshot, plan
 from kraftlog.spark.sink import NotVisible
 from kraftlog.spark.timelines import history_schema
@@ -186,7 +186,7 @@ def run(spark: SparkSession, opts: Options) -> dict:
 
 def _run(spark: SparkSession, opts: Options, claim: guard.Claim) -> dict:
     run_id, started = claim.run_id, datetime.now(UTC)
-    out = Output(spark, opts.output, run_id)
+    out = open_output(spark, opts.output, run_id)
     stages = Stages()
     try:
         with stages("discover"):

@@ -2,20 +2,26 @@
 the manifest are written and every file the tasks reported is there, so that a run never publishes
 an output that looks whole and is not.
 
-The output is a local folder (a shared mount on a cluster): staging is its sibling, and publishing
-swaps the two in one step (Linux ``renameat2(RENAME_EXCHANGE)``; where a filesystem lacks it, the
-previous output is moved aside and removed only once the new one is in place). Targets where no
-rename is atomic are refused before any work: a mount point (it cannot be renamed; Hadoop's
-fallback copied and deleted it) and object stores (no rename at all).
+A local output (a shared mount on a cluster) is a folder of Parquet tables: staging is its sibling,
+and publishing swaps the two in one step (Linux ``renameat2(RENAME_EXCHANGE)``; where a filesystem
+lacks it, the previous output is moved aside and removed only once the new one is in place). A mount
+point is refused before any work (it cannot be renamed; Hadoop's fallback copied and deleted it).
+
+An object store has no rename: there every table is a Delta Lake table (``DeltaOutput``), committed
+by the driver in one transaction per table, and the manifest is written last.
 """
 
+import contextlib
 import ctypes
 import errno
 import json
 import os
+import re
 import shutil
+import time
 from collections import defaultdict
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -25,9 +31,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 
-from kraftlog.files.storage import is_remote, local
+from kraftlog.files.storage import filesystem, is_remote, local
 from kraftlog.spark.guard import MANIFEST, UnsafeOutput, previous_name, staging_name
-from kraftlog.spark.sink import NotVisible, Parts, not_visible, recording
+from kraftlog.spark.sink import NotVisible, Parts, not_visible, recording, staging_root
 
 #: Left out of every table folder: Hadoop's ``_SUCCESS`` and ``.crc`` files, ``_temporary`` folders
 #: and a killed task's ``.part-*.tmp`` break other readers' scans of the folder (polars fails on them).
@@ -56,11 +62,16 @@ def _remove(path: str) -> None:
         os.remove(path)
 
 
+def open_output(spark: SparkSession, target: str, run_id: str) -> "Output":
+    """Where run ``run_id`` writes: Parquet folders swapped in place, or Delta tables in an object store."""
+    return DeltaOutput(spark, target, run_id) if is_remote(target) else Output(spark, target, run_id)
+
+
 class Output:
     def __init__(self, spark: SparkSession, target: str, run_id: str) -> None:
         if is_remote(target):
-            raise UnsafeOutput(f"--output {target}: object storage has no atomic rename, so a run could not "
-                               "replace the previous output safely; give a local or shared-filesystem path")
+            raise UnsafeOutput(f"--output {target}: an object store has no rename to swap a folder in place; "
+                               "its tables are Delta tables (open_output)")
         self.target = os.path.abspath(local(target))  # a path is a path: ``out#1`` is a folder of that name
         if os.path.ismount(self.target):
             raise UnsafeOutput(f"--output {target} is a mount point, which cannot be replaced in one rename; "
@@ -91,7 +102,7 @@ class Output:
         """The parts reported for ``table``, each checked to be where the driver sees it, as big as
         written; one that is not fails the run, naming the task, its host and the path."""
         parts = self.parts.get(table, [])
-        for part, info in zip(parts, self.fs.get_file_info([f"{self.staging}/{p['path']}" for p in parts]),
+        for part, info in zip(parts, self.fs.get_file_info([f"{self._base(p)}/{p['path']}" for p in parts]),
                               strict=True):
             if info.type != pafs.FileType.File:
                 raise NotVisible(not_visible({**part, "path": info.path}, part["task"], "the driver"))
@@ -100,6 +111,10 @@ class Output:
                                  f"{info.size} bytes where the task wrote {part['bytes']}: it changed after it was "
                                  "written")
         return parts
+
+    def _base(self, part: dict) -> str:
+        """The folder a reported part's path is relative to."""
+        return self.staging
 
     def staged(self, table: str, schema: StructType, rows: int) -> None:
         """A table the passes wrote themselves, of ``rows`` rows by the tasks' notes: its parts
@@ -218,4 +233,179 @@ class Output:
 
     def abandon(self) -> None:
         _remove(self.staging)
+
+
+
+def storage_options(uri: str) -> dict[str, str]:
+    """delta-rs's settings for the store of ``uri``, from the environment the storage layer reads
+    (``storage._s3``): the endpoint of an S3-compatible store, plain HTTP where it says ``http://``
+    (a local test store), the region. Credentials delta-rs takes itself from the AWS environment,
+    config files or instance profile; the other stores' settings from their own environment."""
+    if urlsplit(uri).scheme not in ("s3", "s3a"):
+        return {}
+    options = {}
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    if endpoint:
+        options["AWS_ENDPOINT_URL"] = endpoint
+        if endpoint.startswith("http://"):
+            options["AWS_ALLOW_HTTP"] = "true"
+    if region := os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION"):
+        options["AWS_REGION"] = region
+    return options
+
+
+class DeltaOutput(Output):
+    """An output in an object store: each table a Delta Lake table at ``<output>/<table>``, partitioned
+    by ``cluster_id``. Tasks write the parts of published tables into the table's folder under names
+    carrying the run id, and staged tables under ``<output>/_staging-<run_id>`` (see ``sink``); the
+    driver checks every reported part (``check``), then commits each table in one Delta transaction
+    that adds exactly those parts and removes the previous run's (overwrite), and writes
+    ``_manifest.json`` last, naming the Delta version of every table it published.
+
+    What is atomic: each table's commit (a reader sees the previous run's table or this one's, never a
+    mix), and the manifest (one object). A run that fails or is killed before its first commit leaves
+    every table as it was; one killed between commits leaves some tables at the new version, which the
+    previous manifest's versions still name the old way (``DeltaTable(uri, version=...)``). delta-rs
+    commits with S3's conditional put (``If-None-Match``): two writers of one table never overwrite
+    each other's commit, but kraftlog holds no lock on an object store, so two runs onto one output
+    may interleave their tables; run one at a time."""
+
+    def __init__(self, spark: SparkSession, target: str, run_id: str) -> None:
+        self.spark, self.run_id, self.target = spark, run_id, target.rstrip("/")
+        self.schemas: dict[str, StructType] = {}
+        self.counts: dict[str, int] = {}
+        self.parts: dict[str, list[dict]] = defaultdict(list)
+        self.fs, self.base = filesystem(self.target)
+        self.staging = staging_root(self.target, run_id)
+        self.staging_base = filesystem(self.staging)[1]
+        self.manifest: dict | None = None
+        # Hadoop's s3a is plain S3 to delta-rs
+        self.tables = re.sub(r"^s3a://", "s3://", self.target)
+        self.options = storage_options(self.target)
+
+    def _base(self, part: dict) -> str:
+        return self.staging_base if part.get("staged") else self.base
+
+    def _schema_only(self, table: str, schema: StructType) -> None:
+        """Nothing to write: a Delta table of no files still has its schema, in its log."""
+
+    def empty(self, table: str, schema: StructType) -> None:
+        self.schemas[table] = StructType([*schema.fields, StructField("run_id", StringType(), False)])
+        self.counts[table] = 0
+
+    def frame(self, table: str) -> DataFrame:
+        """A table's reported parts, read by Spark tasks through the storage layer (Spark's own
+        readers reach no object store without Hadoop's connectors)."""
+        schema = self.schemas[table]
+        arrow = to_arrow_schema(schema, timezone="UTC")
+        target = self.target
+        parts = [(f"{self._base(p)}/{p['path']}", p["value"]) for p in self.parts.get(table, [])]
+
+        def read(batches):
+            fs = filesystem(target)[0]
+            for batch in batches:
+                for i in batch.column(0).to_pylist():
+                    path, value = parts[i]
+                    t = pq.read_table(path, filesystem=fs)
+                    t = t.append_column("cluster_id", pa.array([value] * t.num_rows, pa.string()))
+                    yield from t.select(arrow.names).cast(arrow).to_batches()
+
+        return self.spark.range(len(parts), numPartitions=max(1, min(len(parts), 64))).mapInArrow(read, schema)
+
+    def write(self, table: str, df: DataFrame) -> DataFrame:
+        """Write ``table`` (with the run id, by cluster) from Spark's tasks through the storage layer,
+        each task reporting its parts; returns it read back."""
+        df = df.withColumn("run_id", F.lit(self.run_id))
+        arrow = to_arrow_schema(df.schema, timezone="UTC")
+        at = arrow.get_field_index("cluster_id")
+        written, root = arrow.remove(at), self.root
+
+        def write(batches):
+            import pyarrow.compute as pc
+            from pyspark import TaskContext
+
+            task = TaskContext.get().partitionId()
+            with recording() as parts:
+                sinks = Parts(root, table, written, f"t{task}")
+                for batch in batches:
+                    t = pa.Table.from_batches([batch]).cast(arrow)
+                    for value in pc.unique(t.column(at)).to_pylist():
+                        rows = t.filter(pc.equal(t.column(at), value)).remove_column(at)
+                        for b in rows.to_batches():
+                            sinks.of(value).write(b)
+                sinks.close()
+            yield pa.RecordBatch.from_pydict({"part": [json.dumps({**p, "task": task}) for p in parts]},
+                                             schema=pa.schema([("part", pa.string())]))
+
+        parts = [json.loads(p) for p in df.mapInArrow(write, "part string").toArrow().column("part").to_pylist()]
+        self.reported([(0, p) for p in parts])
+        self.staged(table, from_arrow_schema(written.append(arrow.field(at))), sum(p["rows"] for p in parts))
+        return self.frame(table)
+
+    def _tidy(self, table: str) -> None:
+        """Nothing to tidy: a Delta table holds what its log names, whatever else its folder holds."""
+
+    def place(self, path: Path) -> Path:
+        return path
+
+    def write_manifest(self, manifest: dict) -> None:
+        """Kept until every table is committed: the manifest is written last (``publish``)."""
+        self.manifest = manifest
+
+    def drop(self, table: str) -> None:
+        self.schemas.pop(table, None)
+        self.counts.pop(table, None)
+        if self._exists(f"{self.staging_base}/{table}"):
+            self.fs.delete_dir(f"{self.staging_base}/{table}")
+
+    def _exists(self, path: str) -> bool:
+        return self.fs.get_file_info(path).type != pafs.FileType.NotFound
+
+    def publish(self) -> str:
+        """Check every table's reported parts, commit each table, then write the manifest (with the
+        Delta version of each table) and remove the staging prefix."""
+        for table in self.counts:
+            self.check(table)
+        versions = {table: self._commit(table) for table in self.counts}
+        manifest = self.manifest if self.manifest is not None else {}
+        manifest["delta_versions"] = versions
+        with self.fs.open_output_stream(f"{self.base}/{MANIFEST}") as f:
+            f.write(json.dumps(manifest, indent=2, default=str).encode())
+        self._remove_staging()
+        return self.target
+
+    def _commit(self, table: str) -> int:
+        """One Delta transaction adding exactly the reported parts of ``table`` and removing the
+        files of its previous version; the table's new version."""
+        from deltalake import DeltaTable, Schema
+        from deltalake.transaction import AddAction, CommitProperties, create_table_with_add_actions
+
+        uri = f"{self.tables}/{table}"
+        schema = Schema.from_arrow(to_arrow_schema(self.schemas[table], timezone="UTC"))
+        now = int(time.time() * 1000)
+        adds = [AddAction(p["path"].split("/", 1)[1], p["bytes"], {"cluster_id": p["value"]}, now, True,
+                          json.dumps({"numRecords": p["rows"]})) for p in self.parts.get(table, [])]
+        props = CommitProperties(custom_metadata={"kraftlog.run_id": self.run_id})
+        if DeltaTable.is_deltatable(uri, storage_options=self.options):
+            DeltaTable(uri, storage_options=self.options).create_write_transaction(
+                adds, mode="overwrite", schema=schema, partition_by=["cluster_id"], commit_properties=props)
+        else:
+            create_table_with_add_actions(uri, schema, adds, mode="error", partition_by=["cluster_id"],
+                                          storage_options=self.options, commit_properties=props)
+        return DeltaTable(uri, storage_options=self.options).version()
+
+    def _remove_staging(self) -> None:
+        if self._exists(self.staging_base):
+            self.fs.delete_dir(self.staging_base)
+
+    def abandon(self) -> None:
+        """Remove the staging prefix and the parts this run wrote into the tables' folders (no
+        Delta version names them)."""
+        for parts in self.parts.values():
+            for p in parts:
+                if not p.get("staged"):
+                    with contextlib.suppress(OSError):
+                        self.fs.delete_file(f"{self.base}/{p['path']}")
+        with contextlib.suppress(OSError):
+            self._remove_staging()
 

@@ -12,8 +12,15 @@ cost to write and a third of its cost to read, for about seven times the bytes.
 Every file a task closes is reported to the driver (``recording``): the driver checks each one is
 there before a later pass reads it or the run is published, and readers read the parts reported,
 never whatever a folder holds (a folder the reader cannot see would read as empty).
+
+In an object store (no rename) the root is ``<output>/_staging-<run_id>`` (``staging_root``): staged
+tables go under it, and a published table's Parquet parts go straight into the table's folder of the
+output, named with the run id so that no part of an earlier run's table is replaced; the driver then
+adds exactly the parts reported to each table in one Delta commit (``output.DeltaOutput``). An
+object is visible whole once written, so no temporary name either.
 """
 
+import re
 import socket
 import uuid
 from collections.abc import Iterator
@@ -23,7 +30,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
-from kraftlog.files.storage import filesystem
+from kraftlog.files.storage import Remote, filesystem, resolve
 
 #: Characters Spark escapes in partition folder names (``ExternalCatalogUtils.escapePathName``).
 _ESCAPED = set(chr(c) for c in range(1, 32)) | set('"#%\'*/:=?\\\x7f{[]^')
@@ -47,18 +54,40 @@ def encodings(schema: pa.Schema) -> dict:
 ROW_GROUP = 1 << 17
 
 
+#: The run's staging prefix inside an object-store output (hidden from Delta and Hive readers by its ``_``).
+STAGING = "_staging-"
+_STAGING_ROOT = re.compile(STAGING + r"(?P<run_id>[0-9a-f-]{36})")
+
+
+def staging_root(output: str, run_id: str) -> str:
+    """Where the tasks of run ``run_id`` write, for an object-store ``output`` (see the module)."""
+    return f"{output.rstrip('/')}/{STAGING}{run_id}"
+
+
+def _places(root: str, staged: bool) -> tuple:
+    """The filesystem, the base a part's reported path is relative to, and the run id its name
+    carries (``""`` where its name is the same every run: a local staging folder)."""
+    fs, base = filesystem(root)
+    where = resolve(root)
+    m = _STAGING_ROOT.fullmatch(where.name) if isinstance(where, Remote) else None
+    if m is None or staged:
+        return fs, base, ""
+    return fs, base.rsplit("/", 1)[0], m["run_id"]
+
+
 class Sink:
     """Streams Arrow batches of one schema into one file of a table: Parquet, or Arrow IPC if ``staged``."""
 
     def __init__(self, root: str, table: str, schema: pa.Schema, part: str, value: object = None,
                  staged: bool = False, column: str = "cluster_id") -> None:
-        fs, base = filesystem(root)
+        fs, base, run_id = _places(root, staged)
         folder = table + (f"/{column}={partition_value(str(value))}" if value is not None else "")
         fs.create_dir(f"{base}/{folder}", recursive=True)
-        self.relative = f"{folder}/part-{part}.{STAGED if staged else 'parquet'}"
+        self.relative = f"{folder}/part-{part}{'-' + run_id if run_id else ''}.{STAGED if staged else 'parquet'}"
         self.fs, self.path = fs, f"{base}/{self.relative}"
-        self.table, self.part, self.value = table, part, value
-        self.tmp = f"{base}/{folder}/.part-{part}.{uuid.uuid4().hex}.tmp"
+        self.table, self.part, self.value, self.staged = table, part, value, staged
+        remote = isinstance(resolve(root), Remote)
+        self.tmp = self.path if remote else f"{base}/{folder}/.part-{part}.{uuid.uuid4().hex}.tmp"
         self.schema = schema
         self.rows = 0
         self.pending: list[pa.RecordBatch] = []
@@ -96,10 +125,12 @@ class Sink:
         self.writer.close()
         if self.stream is not None:
             self.stream.close()
-        self.fs.move(self.tmp, self.path)
+        if self.tmp != self.path:
+            self.fs.move(self.tmp, self.path)
         if _written is not None:
             _written.append({"table": self.table, "part": self.part, "value": self.value, "path": self.relative,
-                             "rows": self.rows, "bytes": self.fs.get_file_info(self.path).size, "host": HOST})
+                             "rows": self.rows, "bytes": self.fs.get_file_info(self.path).size, "host": HOST,
+                             "staged": self.staged})
         return self.rows
 
 

@@ -1,0 +1,109 @@
+"""A driver killed (SIGKILL, its whole process group: the JVM and Python workers with it) at moments
+spread over a run leaves the previous output readable and whole, and the next run succeeds and
+removes the killed runs' staging (issue 15)."""
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from cluster_support import PYTHON, clean_env, s3  # noqa: F401
+from conftest import REPO
+from kraftlog.spark.job import TABLES
+from kraftlog.spark.output import storage_options
+from spark_support import fixtures, table  # noqa: F401
+
+pytestmark = pytest.mark.spark
+
+#: Where in a run the driver is killed, as fractions of a whole run's wall time (measured first).
+MOMENTS = (0.25, 0.6, 0.9)
+
+
+def _start(inp: Path, out: Path | str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
+    return subprocess.Popen([PYTHON, str(REPO / "jobs" / "kraft_metadata.py"), "--master", "local[2]",
+                             "--input", str(inp), "--output", str(out), "--at-offset", "100"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+                            env=clean_env(PYTHONPATH=str(REPO), **(env or {})), cwd=cwd)
+
+
+def _finish(proc: subprocess.Popen) -> str:
+    """The run's stderr, once it has ended well."""
+    err = proc.communicate(timeout=300)[1].decode(errors="replace")
+    assert proc.returncode == 0, err[-3000:]
+    return err
+
+
+def _state(out: Path) -> tuple[dict[str, str], dict[str, int]]:
+    """Every file's digest, and every table's rows read back (a table that does not read fails)."""
+    digests = {str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest()
+               for p in sorted(out.rglob("*")) if p.is_file()}
+    return digests, {t: len(table(out, t)) for t in TABLES}
+
+
+def test_a_driver_killed_at_any_moment_leaves_the_previous_output_whole(fixtures, tmp_path):  # noqa: F811
+    out = tmp_path / "out"
+    start = time.monotonic()
+    _finish(_start(fixtures / "single-node", out, tmp_path))
+    whole = time.monotonic() - start
+    before = _state(out)
+    assert before[1]["records"] > 1000 and (out / "_manifest.json").is_file()
+    for moment in MOMENTS:
+        proc = _start(fixtures / "single-node", out, tmp_path)
+        time.sleep(moment * whole)
+        if proc.poll() is not None:  # a faster run than the first: it published, the next kill is timed on it
+            _finish(proc)
+            before = _state(out)
+            continue
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert _state(out) == before, f"killed after {moment * whole:.1f} s of {whole:.1f}"
+    left = sorted(p.name for p in tmp_path.iterdir() if ".staging-" in p.name or ".previous-" in p.name)
+    err = _finish(_start(fixtures / "single-node", out, tmp_path))
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != ".out.lock") == ["out"]
+    assert len([line for line in err.splitlines() if "did not finish" in line]) == len(left) > 0
+    assert _state(out)[1] == before[1]
+    print(f"whole run {whole:.1f} s; killed at {[round(m * whole, 1) for m in MOMENTS]} s; "
+          f"staging left by the killed runs and removed by the next: {len(left)}")
+
+
+def _delta_state(store, out: str) -> tuple[dict, dict[str, tuple[int, list]]]:
+    """The manifest, and each table at the Delta version it names: rows and the run ids they hold."""
+    from deltalake import DeltaTable
+
+    bucket, key = out.removeprefix("s3://").split("/", 1)
+    manifest = json.loads(store.client().get_object(Bucket=bucket, Key=f"{key}/_manifest.json")["Body"].read())
+    tables = {t: DeltaTable(f"{out}/{t}", version=v, storage_options=storage_options(out)).to_pyarrow_table()
+              for t, v in manifest["delta_versions"].items()}
+    return manifest, {t: (x.num_rows, sorted(set(x.column("run_id").to_pylist()))) for t, x in tables.items()}
+
+
+def test_a_driver_killed_writing_to_s3_leaves_the_tables_the_manifest_names_whole(s3, fixtures, tmp_path):  # noqa: F811
+    """In an object store each table is replaced in one Delta commit; the manifest, written last,
+    names the versions of one run, which stay readable whatever moment the next run is killed at."""
+    out = s3.bucket("killed") + "/out"
+    start = time.monotonic()
+    _finish(_start(fixtures / "single-node", out, tmp_path, s3.env))
+    whole = time.monotonic() - start
+    before = _delta_state(s3, out)
+    assert before[1]["records"][0] > 1000
+    assert all(ids == [before[0]["run_id"]] for rows, ids in before[1].values() if rows)
+    for moment in (0.5, 0.95):
+        proc = _start(fixtures / "single-node", out, tmp_path, s3.env)
+        time.sleep(moment * whole)
+        if proc.poll() is not None:
+            _finish(proc)
+            before = _delta_state(s3, out)
+            continue
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert _delta_state(s3, out) == before, f"killed after {moment * whole:.1f} s of {whole:.1f}"
+    _finish(_start(fixtures / "single-node", out, tmp_path, s3.env))
+    after = _delta_state(s3, out)
+    assert {t: rows for t, (rows, _) in after[1].items()} == {t: rows for t, (rows, _) in before[1].items()}
+    assert not [k for k in s3.keys(out) if k.startswith("_staging-")]
+    print(f"S3: whole run {whole:.1f} s; killed at {round(0.5 * whole, 1)} s and {round(0.95 * whole, 1)} s")
