@@ -5,6 +5,7 @@ missing one is named in one line. Runs are subprocesses, some with a ``sys.meta_
 (``scripts/check_wheel.sh`` installs the wheel with its dependencies in fresh venvs, 3.11-3.13.)"""
 
 import email
+import json
 import os
 import re
 import shutil
@@ -158,7 +159,7 @@ def test_the_wheel_holds_the_package_the_job_and_the_entry_points(wheel):
 def test_the_installed_wheel_dumps_a_fixture_without_the_source_tree(wheel, tmp_path):
     """Installed with ``--no-deps`` into a folder (the dependencies come from this venv), run as its
     console scripts from elsewhere, with this venv's editable install of kraftlog hidden. (The job
-    on local[1] from an installed wheel: ``scripts/check_wheel.sh``.)"""
+    on local[1] too, from its console script and a copy of the fixture.)"""
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target",
                     str(target), str(wheel)], check=True, capture_output=True, timeout=120)
@@ -179,3 +180,10 @@ def test_the_installed_wheel_dumps_a_fixture_without_the_source_tree(wheel, tmp_
     job = subprocess.run([str(target / "bin" / "kraftlog-spark"), "--help"], cwd=tmp_path, env=env,
                          capture_output=True, text=True, timeout=120)
     assert job.returncode == 0 and "--input PATH [PATH ...]" in job.stdout, job.stderr
+    shutil.copytree(FIXTURE, tmp_path / "in")  # nothing of the source tree on the job's way
+    job = subprocess.run([str(target / "bin" / "kraftlog-spark"), "--master", "local[1]", "--input", "in",
+                          "--output", "out"], cwd=tmp_path, env=env | {"SPARK_LOCAL_IP": "127.0.0.1"},
+                         capture_output=True, text=True, timeout=600)
+    assert job.returncode == 0, job.stderr[-3000:]
+    manifest = json.loads((tmp_path / "out" / "_manifest.json").read_text())
+    assert manifest["counts"]["records"] == 8433 and manifest["counts"]["partition_history"] == 1253
