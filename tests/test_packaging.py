@@ -20,7 +20,7 @@ from conftest import REPO
 
 FIXTURE = REPO / "fixtures" / "single-node"
 #: What only the ``spark`` extra (or the tests) install: the CLI must not need any of it.
-SPARK_ONLY = ("pyspark", "pyarrow", "pandas", "uuid6", "polars", "duckdb", "py4j")
+SPARK_ONLY = ("pyspark", "pyarrow", "pandas", "uuid6", "deltalake", "polars", "duckdb", "py4j")
 
 _BLOCKER = '''import sys
 class Blocker:
