@@ -15,6 +15,8 @@ import json
 import os
 import sys
 
+from pyspark.sql import SparkSession
+
 from kraftlog.files.reader import DEFAULT_MAX_BATCH_BYTES, Limits
 from kraftlog.spark.discover import InputError
 from kraftlog.spark.guard import OutputLocked, UnsafeOutput, check_output, check_report, claim, one_line
@@ -83,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
     try:  # the output is locked before Spark starts; ``run`` takes this claim as its own
         with claim(args.output, args.input, args.overwrite, args.report, args.wait_lock):
+            before = SparkSession.getActiveSession()  # one a caller made (a notebook, tests) is not ours to stop
             spark = session(args.master, PROG, remote=args.remote)
             try:
                 manifest = run(spark, Options(
@@ -91,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
                     limits=Limits(args.max_batch_bytes, args.max_decompressed), report=args.report,
                     overwrite=args.overwrite))
             except BaseException:
-                spark.stop()  # Spark's own lines of the failure come before the one line that says why
+                if spark is not before:
+                    spark.stop()  # Spark's own lines of the failure come before the one line that says why
                 raise
     except (InputError, UnsafeOutput, NoJava) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
