@@ -62,6 +62,17 @@ def test_a_driver_killed_at_any_moment_leaves_the_previous_output_whole(fixtures
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         assert _state(out) == before, f"killed after {moment * whole:.1f} s of {whole:.1f}"
+    # and once as soon as its staging folder is there (a warm run may end before a moment timed on the
+    # first, cold one): the next run must have a killed run's staging to remove
+    proc = _start(fixtures / "single-node", out, tmp_path)
+    deadline = time.monotonic() + 300
+    while not any(".staging-" in p.name for p in tmp_path.iterdir()) and proc.poll() is None \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run ended before its staging folder was seen"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert _state(out) == before, "killed as its staging folder appeared"
     left = sorted(p.name for p in tmp_path.iterdir() if ".staging-" in p.name or ".previous-" in p.name)
     err = _finish(_start(fixtures / "single-node", out, tmp_path))
     assert sorted(p.name for p in tmp_path.iterdir() if p.name != ".out.lock") == ["out"]
