@@ -36,9 +36,8 @@ def run(args) -> int:
     limits = main.limits_of(args)
     log = target.open_log(args)
     if not log.pieces and not log.snapshots:
-        for n in log.copies:  # often the reason: named first
-            for path, why in n.unreadable:
-                print(f"kraftlog: problem: {path}: cannot read: {why}", file=sys.stderr)
+        for line in log.unreadable():  # often the reason: named first
+            print(f"kraftlog: problem: {line}", file=sys.stderr)
         raise main.Refused(f"nothing to report: {on_disk(log)}")
     model = collect(log, limits=limits, max_buckets=args.buckets or MAX_BUCKETS, redact=not args.no_redact,
                     apply_invalid=args.apply_invalid)

@@ -130,6 +130,10 @@ class Log:
     def first_offset(self) -> int | None:
         return self.pieces[0].lo if self.pieces else None
 
+    def unreadable(self) -> list[str]:
+        """One line per file or folder of its copies that could not be read, and why."""
+        return [f"{path}: cannot read: {why}" for n in self.copies for path, why in n.unreadable]
+
     @property
     def name(self) -> str:
         if len(self.copies) == 1:

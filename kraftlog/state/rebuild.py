@@ -139,7 +139,7 @@ def starting_point(
     """The image replay starts from, the first log offset to apply, and how to say so. Files of the
     copies that could not be read are problems: the answer may lack what they hold."""
     log = as_log(source)
-    problems.messages.extend(f"{path}: cannot read: {why}" for n in log.copies for path, why in n.unreadable)
+    problems.messages.extend(log.unreadable())
     snap = base_snapshot(log, offset, time_ms, base, limits, problems)
     if snap is not None:
         image = load_checkpoint(snap, limits, problems)
@@ -195,8 +195,7 @@ def rebuild(
     existed). Past the end of the log the state is the end's, with a note."""
     log = as_log(source)
     if not log.pieces and not log.snapshots:
-        raise Unanswerable(f"nothing to replay: {on_disk(log)}",
-                           [f"{path}: cannot read: {why}" for n in log.copies for path, why in n.unreadable])
+        raise Unanswerable(f"nothing to replay: {on_disk(log)}", log.unreadable())
     problems = ReadProblems()
     image, start, described = starting_point(log, offset, time_ms, base, limits, problems)
     from_snapshot = image.provenance.offset >= 0
