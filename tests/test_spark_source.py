@@ -1,0 +1,119 @@
+"""The Spark data source (``spark.read.format("kraftlog")``) gives the job's ``batches``,
+``records`` and ``problems`` tables row for row: in this session on the fixtures, from S3 (moto),
+on a standalone cluster whose executors share no disk with the driver, and through Spark Connect;
+an input that is not there fails at ``load``."""
+
+import shutil
+import subprocess
+
+import pyarrow.parquet as pq
+import pytest
+
+from cluster_support import PYTHON, _rows, clean_env, s3, spark_cluster, spark_connect, tables  # noqa: F401
+from conftest import REPO
+from kraftlog.files.reader import Limits
+from kraftlog.spark import copies, source
+from kraftlog.spark.decode import BATCHES
+from kraftlog.spark.discover import discover
+from kraftlog.spark.job import Options, run
+from spark_support import fixtures, spark  # noqa: F401
+
+pytestmark = pytest.mark.spark
+TABLES = ("batches", "records", "problems")
+SCRIPT = REPO / "tests" / "source_read.py"
+
+
+@pytest.fixture(scope="module")
+def job(spark, fixtures, tmp_path_factory):  # noqa: F811
+    """The job's tables of every fixture, as rows (``run_id`` left out, paths under ``ROOT``)."""
+    out = tmp_path_factory.mktemp("source-job") / "tables"
+    run(spark, Options(inputs=[str(fixtures)], output=str(out)))
+    return tables(out, {"ROOT": str(fixtures.resolve())})
+
+
+def _read(spark, table: str, given: str, **options: str):  # noqa: F811
+    source.register(spark)
+    return spark.read.format("kraftlog").option("table", table).options(**options).load(given)
+
+
+def test_the_tables_equal_the_jobs_row_for_row(spark, fixtures, job):  # noqa: F811
+    for table in TABLES:
+        df = _read(spark, table, str(fixtures))
+        assert df.schema == source.TABLES[table]
+        got = _rows(df.toArrow(), {"ROOT": str(fixtures.resolve())})
+        assert got == job[table], table
+    assert len(job["batches"]) > 20000 and len(job["records"]) == 18903  # every offset of the five logs
+
+
+def test_three_nodes_diverge_and_the_driver_cuts_node_3_where_the_job_does(spark, fixtures, tmp_path):  # noqa: F811
+    """``source._cuts`` (the driver's, no Spark) against ``copies.cuts(copies.divergence(...))``."""
+    inv = discover([str(fixtures / "three-nodes")])
+    meta = source.passes._meta(inv)
+    parts = source.Parts(str(tmp_path), "batches", BATCHES, "t")
+    notes = source.passes.by_kind([n for f in inv.readable for n in source.read_file(
+        meta[f.file_id], source.passes._read(meta[f.file_id]), parts, str(tmp_path), "r", Limits(), False)])
+    parts.close()
+    rank = copies.ranks(inv, copies.summaries(notes["file"]))
+    mismatched = copies.block_mismatches(inv, notes["block"])
+    frame = spark.read.parquet(str(tmp_path / "batches"))
+    theirs = copies.cuts(copies.divergence(spark, frame, inv, rank, mismatched))
+    node3 = next(c.copy_id for c in inv.copies if c.node_id == 3)
+    assert mismatched and set(theirs) == {node3}
+    assert source._cuts(str(tmp_path), inv, rank, mismatched) == theirs
+
+
+@pytest.mark.parametrize("given, message", [
+    ("{tmp}/nowhere", "kraftlog source: {tmp}/nowhere: no such directory"),
+    ("{tmp}", "kraftlog source: {tmp}: no KRaft log dir below it"),
+    ("ftp://host/logs", "kraftlog reads local paths and s3://"),
+])
+def test_an_input_that_is_not_there_fails_at_load_with_one_line(spark, tmp_path, given, message):  # noqa: F811
+    source.register(spark)
+    with pytest.raises(Exception) as e:
+        spark.read.format("kraftlog").load(given.format(tmp=tmp_path))
+    assert message.format(tmp=tmp_path) in str(e.value)
+    assert "SourceError: kraftlog source: " in str(e.value) or "SourceError: ftp://" in str(e.value)
+
+
+def test_an_unknown_table_or_option_value_fails_at_load(spark, fixtures):  # noqa: F811
+    for options, message in [({"table": "views"}, "option table is 'views', not one of batches, records, problems"),
+                             ({"redact": "maybe"}, "option redact is 'maybe', not true or false")]:
+        with pytest.raises(Exception, match=message):
+            _read(spark, options.pop("table", "records"), str(fixtures / "single-node"), **options).count()
+
+
+def _subprocess(args: list[str], env: dict[str, str] | None = None) -> None:
+    proc = subprocess.run([PYTHON, str(SCRIPT), *args], capture_output=True, text=True, timeout=900,
+                          env=clean_env(PYTHONPATH=str(REPO), **(env or {})), cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+
+
+def _same(out, job, roots: dict[str, str]) -> None:
+    for table in TABLES:
+        assert _rows(pq.read_table(out / f"{table}.parquet"), roots) == job[table], table
+
+
+@pytest.fixture(scope="module")
+def fleet_in_s3(s3, fixtures):  # noqa: F811
+    return s3.upload(fixtures, s3.bucket("source-in") + "/fixtures")
+
+
+def test_an_s3_input_gives_the_same_rows(s3, fleet_in_s3, job, tmp_path):  # noqa: F811
+    _subprocess([fleet_in_s3, str(tmp_path)], s3.env)
+    _same(tmp_path, job, {"ROOT": fleet_in_s3})
+
+
+def test_a_cluster_without_the_drivers_disk_reads_s3_and_gives_the_same_rows(spark_cluster, s3, fleet_in_s3,  # noqa: F811
+                                                                            job):
+    out = spark_cluster.driver_root / "source-out"
+    out.mkdir()
+    proc = spark_cluster.submit(SCRIPT, "s3a" + fleet_in_s3[2:], str(out), env=s3.env, conf=s3.spark_conf(),
+                                timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:] + spark_cluster.executor_logs()
+    _same(out, job, {"ROOT": "s3a" + fleet_in_s3[2:]})
+    shutil.rmtree(out)
+
+
+def test_spark_connect_gives_the_same_rows(spark_connect, fixtures, job, tmp_path):  # noqa: F811
+    _subprocess([str(fixtures), str(tmp_path), "--remote", spark_connect])
+    _same(tmp_path, job, {"ROOT": str(fixtures.resolve())})
