@@ -8,6 +8,7 @@ import subprocess
 
 import pyarrow.parquet as pq
 import pytest
+from test_spark_damaged import damaged  # noqa: F401
 
 from cluster_support import PYTHON, _rows, clean_env, s3, spark_cluster, spark_connect, tables  # noqa: F401
 from conftest import REPO
@@ -25,10 +26,10 @@ SCRIPT = REPO / "tests" / "source_read.py"
 
 @pytest.fixture(scope="module")
 def job(spark, fixtures, tmp_path_factory):  # noqa: F811
-    """The job's tables of every fixture, as rows (``run_id`` left out, paths under ``ROOT``)."""
+    """The job run over every fixture: its output folder."""
     out = tmp_path_factory.mktemp("source-job") / "tables"
     run(spark, Options(inputs=[str(fixtures)], output=str(out)))
-    return tables(out, {"ROOT": str(fixtures.resolve())})
+    return out
 
 
 def _read(spark, table: str, given: str, **options: str):  # noqa: F811
@@ -36,13 +37,33 @@ def _read(spark, table: str, given: str, **options: str):  # noqa: F811
     return spark.read.format("kraftlog").option("table", table).options(**options).load(given)
 
 
-def test_the_tables_equal_the_jobs_row_for_row(spark, fixtures, job):  # noqa: F811
+@pytest.fixture(scope="module")
+def rows(job, fixtures):  # noqa: F811
+    """The job's tables of every fixture, as rows (``run_id`` left out, paths under ``ROOT``)."""
+    return tables(job, {"ROOT": str(fixtures.resolve())})
+
+
+def test_the_tables_equal_the_jobs_row_for_row(spark, fixtures, job, rows):  # noqa: F811
+    """Columns as Spark reads the job's tables, rows equal but for ``run_id``: one fresh id per read."""
     for table in TABLES:
         df = _read(spark, table, str(fixtures))
-        assert df.schema == source.TABLES[table]
-        got = _rows(df.toArrow(), {"ROOT": str(fixtures.resolve())})
-        assert got == job[table], table
-    assert len(job["batches"]) > 20000 and len(job["records"]) == 18903  # every offset of the five logs
+        assert [(f.name, f.dataType) for f in df.schema] == [
+            (f.name, f.dataType) for f in spark.read.parquet(str(job / table)).schema], table
+        got = df.toArrow()
+        assert _rows(got, {"ROOT": str(fixtures.resolve())}) == rows[table], table
+        assert len(set(got.column("run_id").to_pylist())) == (1 if got.num_rows else 0), table
+    assert len(rows["batches"]) > 20000 and len(rows["records"]) == 18903  # every offset of the five logs
+
+
+def test_damaged_input_gives_the_jobs_rows_and_problems(spark, damaged):  # noqa: F811
+    """A batch failing its CRC, an unknown record type, a cut-off tail, a garbage segment, a folder
+    named like a segment: each where the job puts it (a row of ``problems``; no row for skipped bytes)."""
+    root = damaged["first"].parent.parent
+    theirs = tables(damaged["out"], {"ROOT": str(root)})
+    kinds = {dict(r)["kind"] for r in theirs["problems"]}
+    assert {'"invalid-batch"', '"undecodable-record"', '"unreadable"'} <= kinds and len(kinds) >= 4
+    for table in TABLES:
+        assert _rows(_read(spark, table, str(root)).toArrow(), {"ROOT": str(root)}) == theirs[table], table
 
 
 def test_three_nodes_diverge_and_the_driver_cuts_node_3_where_the_job_does(spark, fixtures, tmp_path):  # noqa: F811
@@ -88,9 +109,9 @@ def _subprocess(args: list[str], env: dict[str, str] | None = None) -> None:
     assert proc.returncode == 0, proc.stderr[-4000:]
 
 
-def _same(out, job, roots: dict[str, str]) -> None:
+def _same(out, rows, roots: dict[str, str]) -> None:
     for table in TABLES:
-        assert _rows(pq.read_table(out / f"{table}.parquet"), roots) == job[table], table
+        assert _rows(pq.read_table(out / f"{table}.parquet"), roots) == rows[table], table
 
 
 @pytest.fixture(scope="module")
@@ -98,22 +119,22 @@ def fleet_in_s3(s3, fixtures):  # noqa: F811
     return s3.upload(fixtures, s3.bucket("source-in") + "/fixtures")
 
 
-def test_an_s3_input_gives_the_same_rows(s3, fleet_in_s3, job, tmp_path):  # noqa: F811
+def test_an_s3_input_gives_the_same_rows(s3, fleet_in_s3, rows, tmp_path):  # noqa: F811
     _subprocess([fleet_in_s3, str(tmp_path)], s3.env)
-    _same(tmp_path, job, {"ROOT": fleet_in_s3})
+    _same(tmp_path, rows, {"ROOT": fleet_in_s3})
 
 
 def test_a_cluster_without_the_drivers_disk_reads_s3_and_gives_the_same_rows(spark_cluster, s3, fleet_in_s3,  # noqa: F811
-                                                                            job):
+                                                                            rows):
     out = spark_cluster.driver_root / "source-out"
     out.mkdir()
     proc = spark_cluster.submit(SCRIPT, "s3a" + fleet_in_s3[2:], str(out), env=s3.env, conf=s3.spark_conf(),
                                 timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:] + spark_cluster.executor_logs()
-    _same(out, job, {"ROOT": "s3a" + fleet_in_s3[2:]})
+    _same(out, rows, {"ROOT": "s3a" + fleet_in_s3[2:]})
     shutil.rmtree(out)
 
 
-def test_spark_connect_gives_the_same_rows(spark_connect, fixtures, job, tmp_path):  # noqa: F811
+def test_spark_connect_gives_the_same_rows(spark_connect, fixtures, rows, tmp_path):  # noqa: F811
     _subprocess([str(fixtures), str(tmp_path), "--remote", spark_connect])
-    _same(tmp_path, job, {"ROOT": str(fixtures.resolve())})
+    _same(tmp_path, rows, {"ROOT": str(fixtures.resolve())})

@@ -26,10 +26,16 @@ from collections import defaultdict
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+import pyspark
 from pyspark.sql import SparkSession
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+try:
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+except ImportError:  # Python data sources came with Spark 4.0
+    raise ImportError(f"the kraftlog data source needs pyspark 4.0 or newer, not {pyspark.__version__}: "
+                      "run the job (kraftlog-spark) instead") from None
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StringType, StructField, StructType
 
 from kraftlog.files.reader import DEFAULT_MAX_BATCH_BYTES, Limits
 from kraftlog.spark import copies, passes, tables
@@ -49,7 +55,18 @@ from kraftlog.spark.transactions import Marker, transactions
 from kraftlog.wire.codecs import DEFAULT_MAX_DECOMPRESSED
 
 NAME = "kraftlog"
-TABLES = {"batches": _with_cluster(BATCHES), "records": _with_cluster(RECORDS), "problems": tables.PROBLEMS_SCHEMA}
+
+
+def _run_table(schema: StructType) -> StructType:
+    """A table the job's driver writes, with its columns as ``Output.rows`` lays them out: ``run_id``
+    after the others, ``cluster_id`` (the partition folder) last."""
+    at = schema.fieldNames().index("cluster_id")
+    rest = schema.fields[:at] + schema.fields[at + 1 :]
+    return StructType([*rest, StructField("run_id", StringType()), schema.fields[at]])
+
+
+TABLES = {"batches": _with_cluster(BATCHES), "records": _with_cluster(RECORDS),
+          "problems": _run_table(tables.PROBLEMS_SCHEMA)}
 
 
 class SourceError(ValueError):
@@ -175,7 +192,8 @@ class Reader(DataSourceReader):
             return [Files([meta[i] for i in g]) for g in passes._groups(sizes, passes.tasks(sum(sizes.values())))]
         planned = _plan(inv, self.limits, self.redact, self.run_id)
         if self.table == "problems":
-            return [Rows(planned.problems)]
+            at = tables.PROBLEMS_SCHEMA.fieldNames().index("cluster_id")
+            return [Rows([(*r[:at], *r[at + 1 :], self.run_id, r[at]) for r in planned.problems])]
         sizes = passes._sizes(inv, planned.want)
         return [Files([meta[i] for i in g], {i: planned.want[i] for i in g}, planned.context)
                 for g in passes._groups(sizes, passes.tasks(sum(sizes.values())))]
