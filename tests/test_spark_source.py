@@ -55,6 +55,27 @@ def test_the_tables_equal_the_jobs_row_for_row(spark, fixtures, job, rows):  # n
     assert len(rows["batches"]) > 20000 and len(rows["records"]) == 18903  # every offset of the five logs
 
 
+def test_the_jobs_limits_are_options(spark, fixtures):  # noqa: F811
+    """``maxBatchBytes`` as the job's ``--max-batch-bytes``: a longer batch is skipped bytes, a problem."""
+    got = _read(spark, "problems", str(fixtures / "single-node"), maxBatchBytes="200").collect()
+    corrupt = [p for p in got if p.kind == "skipped-corrupt"]
+    assert corrupt and all("is outside [49, 188]" in p.detail for p in corrupt)
+    assert not _read(spark, "problems", str(fixtures / "single-node")).collect()
+
+
+def test_redact_false_shows_what_the_default_redacts(spark, fixtures):  # noqa: F811
+    """``redact`` is true by default, as in the job; false shows the values it hides, and only those."""
+    def payloads(**options: str) -> dict:
+        t = _read(spark, "records", str(fixtures / "fleet"), **options).select("file", "offset", "payload").toArrow()
+        return {(f, o): p for f, o, p in zip(*(t.column(c).to_pylist() for c in ("file", "offset", "payload")),
+                                             strict=True)}
+
+    hidden, shown = payloads(), payloads(redact="false")
+    changed = {k for k in hidden if hidden[k] != shown[k]}
+    assert hidden.keys() == shown.keys() and changed
+    assert all('"[redacted]"' in hidden[k] and '"[redacted]"' not in shown[k] for k in changed)
+
+
 def test_damaged_input_gives_the_jobs_rows_and_problems(spark, damaged):  # noqa: F811
     """A batch failing its CRC, an unknown record type, a cut-off tail, a garbage segment, a folder
     named like a segment: each where the job puts it (a row of ``problems``; no row for skipped bytes)."""
