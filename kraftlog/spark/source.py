@@ -49,9 +49,8 @@ from kraftlog.spark.decode import (
     seed_file,
 )
 from kraftlog.spark.discover import Inventory, discover
-from kraftlog.spark.job import _plans, _snapshots, _with_cluster
+from kraftlog.spark.job import _with_cluster, choose, context, supplied_notes
 from kraftlog.spark.sink import Parts
-from kraftlog.spark.transactions import Marker, transactions
 from kraftlog.wire.codecs import DEFAULT_MAX_DECOMPRESSED
 
 NAME = "kraftlog"
@@ -256,27 +255,16 @@ def _plan(inv: Inventory, limits: Limits, redact: bool, run_id: str) -> Planned:
         rank = copies.ranks(inv, summary)
         mismatched = copies.block_mismatches(inv, notes["block"])
         cut = _cuts(root, inv, rank, mismatched) if mismatched else {}
-        apart = copies.unrelated(inv, summary, rank, cut)
-        inv.problems += apart.items()
-        cut |= dict.fromkeys(apart, -1)
-        supplied = copies.suppliers(inv, summary, rank, cut)
-        want = copies.wanted(supplied)
-        snaps = _snapshots(inv, summary, rank, set(apart))
-        plans = _plans(inv, supplied, snaps)
-        late = passes.by_kind([(i, k, b) for f, w in want.items() if f not in eager for i, k, b in decode_file(
-            meta[f], passes._read(meta[f]), w, root, limits, redact)])
-        notes |= {kind: [(i, n) for i, n in notes[kind] + late[kind] if copies.supplies(want, i, n["offset"])]
-                  for kind in ("marker", "topic", "undecodable", "batch-error")}
+        want, _, plans = choose(inv, summary, rank, cut)
+        supplied_notes(notes, passes.by_kind([(i, k, b) for f, w in want.items() if f not in eager for i, k, b in
+                                              decode_file(meta[f], passes._read(meta[f]), w, root, limits, redact)]),
+                       want)
         seeded = passes.by_kind([(i, k, b) for p in plans.values() for s in p.seeds for i, k, b in seed_file(
             meta[s.file_id], passes._read(meta[s.file_id]), s.end_offset - 1, s.timestamp, root, 1, limits, redact)])
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    cluster_of = {f.file_id: f.cluster_id for f in inv.files}
-    txns = defaultdict(list)
-    for cluster, begin, end, end_ts, state in transactions(Marker(cluster_of[i], **m) for i, m in notes["marker"]):
-        txns[cluster].append((begin, end, end_ts, state))
-    names = {n["topic_id"]: n["name"] for _, n in notes["topic"] + seeded["topic"]}
-    clusters = {c: (sorted(txns.get(c, [])), p.ranges) for c, p in plans.items()}
+    txns, names = context(inv, notes, seeded)
+    clusters = {c: (txns.get(c, []), p.ranges) for c, p in plans.items()}
     unreplayable = [(c, lo, hi) for c, p in plans.items() for lo, hi in p.unreplayable]
     found = {kind: notes[kind] + seeded[kind] for kind in tables.PROBLEM_NOTES}
     return Planned(want, {"clusters": clusters, "names": names}, tables.problem_rows(inv, found, unreplayable))
