@@ -87,6 +87,20 @@ def test_damaged_input_gives_the_jobs_rows_and_problems(spark, damaged):  # noqa
         assert _rows(_read(spark, table, str(root)).toArrow(), {"ROOT": str(root)}) == theirs[table], table
 
 
+@pytest.mark.parametrize("table", ["batches", "records"])
+def test_a_file_gone_after_planning_fails_the_read_naming_it(fixtures, tmp_path, table):  # noqa: F811
+    """Not fewer rows: the job would make it a ``problems`` row; a DataFrame has no place for one.
+    (The reader's own methods, as Spark's planning and read tasks call them.)"""
+    node = shutil.copytree(fixtures / "single-node", tmp_path / "single-node")
+    reader = source.KraftlogSource({"path": str(node), "table": table}).reader(source.TABLES[table])
+    partitions = reader.partitions()
+    gone = sorted((node / "__cluster_metadata-0").glob("*.log"))[-1]
+    gone.unlink()
+    with pytest.raises(source.SourceError) as e:
+        [b for p in partitions for b in reader.read(p)]
+    assert str(e.value) == f"kraftlog source: {gone}: no such file (it was there when the input was listed)"
+
+
 def test_three_nodes_diverge_and_the_driver_cuts_node_3_where_the_job_does(spark, fixtures, tmp_path):  # noqa: F811
     """``source._cuts`` (the driver's, no Spark) against ``copies.cuts(copies.divergence(...))``."""
     inv = discover([str(fixtures / "three-nodes")])

@@ -18,6 +18,7 @@ offsets), from that same first read; a damaged region is a row there and no row 
 """
 
 import dataclasses
+import json
 import shutil
 import tempfile
 import uuid
@@ -208,22 +209,27 @@ class Reader(DataSourceReader):
                 yield self._shaped(rb, cluster)
 
     def _rows(self, m, partition: Files) -> list[tuple[str, pa.RecordBatch]]:
-        """One file's rows of the table, by the job's functions; a file that cannot be read to its end
-        gives what was read of it (the job's ``problems`` table, and this source's, says so)."""
+        """One file's rows of the table, by the job's functions. A file that cannot be read to its
+        end here (gone, changed, unreadable since it was listed) fails the read with the job's line
+        for it: the job makes it a ``problems`` row, and a DataFrame has no place for one."""
         out = _Collected()
         if self.table == "batches":
-            read_file(m, passes._read(m), out, "", self.run_id, self.limits, records=False, redact=self.redact)
-            return out.take()
-        root = tempfile.mkdtemp(prefix="kraftlog-source-")  # the task's own staging: never shared
-        try:
-            want = partition.want[m.file_id]
-            txns, ranges = partition.context["clusters"].get(m.cluster_id, ([], []))
-            decode_file(m, passes._read(m), want, root, self.limits, self.redact)
-            finish_records(m, root, self.run_id, want, partition.context["names"], txns, ranges, self.redact, [],
-                           1, out, _Dropped())
-            return out.take()
-        finally:
-            shutil.rmtree(root, ignore_errors=True)
+            notes = read_file(m, passes._read(m), out, "", self.run_id, self.limits, records=False,
+                              redact=self.redact)
+        else:
+            root = tempfile.mkdtemp(prefix="kraftlog-source-")  # the task's own staging: never shared
+            try:
+                want = partition.want[m.file_id]
+                txns, ranges = partition.context["clusters"].get(m.cluster_id, ([], []))
+                notes = decode_file(m, passes._read(m), want, root, self.limits, self.redact)
+                finish_records(m, root, self.run_id, want, partition.context["names"], txns, ranges, self.redact,
+                               [], 1, out, _Dropped())
+            finally:
+                shutil.rmtree(root, ignore_errors=True)
+        for _, kind, body in notes:
+            if kind == "unreadable":
+                raise SourceError(f"kraftlog source: {m.file}: {json.loads(body)['detail']}")
+        return out.take()
 
     def _shaped(self, rb: pa.RecordBatch, cluster: str) -> pa.RecordBatch:
         """The job's columns then ``cluster_id`` (its partition folder), as Spark's schema has them."""
