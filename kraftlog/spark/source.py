@@ -21,7 +21,6 @@ import dataclasses
 import json
 import shutil
 import tempfile
-import uuid
 from collections import defaultdict
 
 import pyarrow as pa
@@ -50,6 +49,7 @@ from kraftlog.spark.decode import (
     seed_file,
 )
 from kraftlog.spark.discover import Inventory, discover
+from kraftlog.spark.guard import new_run_id
 from kraftlog.spark.job import _with_cluster, choose, context, supplied_notes
 from kraftlog.spark.sink import Parts
 from kraftlog.wire.codecs import DEFAULT_MAX_DECOMPRESSED
@@ -182,7 +182,7 @@ class Reader(DataSourceReader):
     def __init__(self, path: str, table: str, schema: StructType, limits: Limits, redact: bool) -> None:
         self.path, self.table, self.limits, self.redact = path, table, limits, redact
         self.arrow = to_arrow_schema(schema, timezone="UTC")
-        self.run_id = str(uuid.uuid4())
+        self.run_id = new_run_id()  # a UUIDv7, as a run's
 
     def partitions(self) -> list[InputPartition]:
         inv = _discover(self.path)
