@@ -22,6 +22,8 @@ import json
 import shutil
 import tempfile
 from collections import defaultdict
+from collections.abc import Iterator
+from typing import NoReturn
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -38,11 +40,16 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 
 from kraftlog.files.reader import DEFAULT_MAX_BATCH_BYTES, Limits
+from kraftlog.files.storage import StorageError
 from kraftlog.spark import copies, passes, tables
 from kraftlog.spark.decode import (
     BATCHES,
     BLOCK_OFFSETS,
     RECORDS,
+    FileMeta,
+    Note,
+    _batch_rows,
+    _unreadable,
     decode_file,
     finish_records,
     read_file,
@@ -52,6 +59,7 @@ from kraftlog.spark.discover import Inventory, discover
 from kraftlog.spark.guard import new_run_id
 from kraftlog.spark.job import _with_cluster, choose, context, supplied_notes
 from kraftlog.spark.sink import Parts
+from kraftlog.spark.walk import walk
 from kraftlog.wire.codecs import DEFAULT_MAX_DECOMPRESSED
 
 NAME = "kraftlog"
@@ -205,36 +213,47 @@ class Reader(DataSourceReader):
                                              schema=self.arrow)
             return
         for m in partition.files:
-            for cluster, rb in self._rows(m, partition):
-                yield self._shaped(rb, cluster)
+            if self.table == "batches":
+                yield from (self._shaped(rb, m.cluster_id) for rb in self._batches(m))
+            else:
+                yield from (self._shaped(rb, cluster) for cluster, rb in self._records(m, partition))
 
-    def _rows(self, m, partition: Files) -> list[tuple[str, pa.RecordBatch]]:
-        """One file's rows of the table, by the job's functions. A file that cannot be read to its
-        end here (gone, changed, unreadable since it was listed) fails the read with the job's line
-        for it: the job makes it a ``problems`` row, and a DataFrame has no place for one."""
+    def _batches(self, m: FileMeta) -> Iterator[pa.RecordBatch]:
+        """A file's ``batches`` rows as ``read_file`` makes them, walk by walk (a task holds one
+        window of a file, not all its rows)."""
+        try:
+            for w in walk(passes._read(m), self.limits, want=[]):
+                yield _batch_rows(m, w, self.run_id)
+        except StorageError as e:
+            _fail(m, _unreadable(m, e))
+
+    def _records(self, m: FileMeta, partition: Files) -> list[tuple[str, pa.RecordBatch]]:
+        """A file's ``records`` rows, by the job's functions (its decode staged in a folder of the task's own)."""
         out = _Collected()
-        if self.table == "batches":
-            notes = read_file(m, passes._read(m), out, "", self.run_id, self.limits, records=False,
-                              redact=self.redact)
-        else:
-            root = tempfile.mkdtemp(prefix="kraftlog-source-")  # the task's own staging: never shared
-            try:
-                want = partition.want[m.file_id]
-                txns, ranges = partition.context["clusters"].get(m.cluster_id, ([], []))
-                notes = decode_file(m, passes._read(m), want, root, self.limits, self.redact)
-                finish_records(m, root, self.run_id, want, partition.context["names"], txns, ranges, self.redact,
-                               [], 1, out, _Dropped())
-            finally:
-                shutil.rmtree(root, ignore_errors=True)
-        for _, kind, body in notes:
-            if kind == "unreadable":
-                raise SourceError(f"kraftlog source: {m.file}: {json.loads(body)['detail']}")
+        root = tempfile.mkdtemp(prefix="kraftlog-source-")
+        try:
+            want = partition.want[m.file_id]
+            txns, ranges = partition.context["clusters"].get(m.cluster_id, ([], []))
+            for note in decode_file(m, passes._read(m), want, root, self.limits, self.redact):
+                if note[1] == "unreadable":
+                    _fail(m, note)
+            finish_records(m, root, self.run_id, want, partition.context["names"], txns, ranges, self.redact,
+                           [], 1, out, _Dropped())
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
         return out.take()
 
     def _shaped(self, rb: pa.RecordBatch, cluster: str) -> pa.RecordBatch:
         """The job's columns then ``cluster_id`` (its partition folder), as Spark's schema has them."""
         rb = rb.append_column("cluster_id", pa.repeat(pa.scalar(cluster, pa.string()), rb.num_rows))
         return rb.cast(self.arrow)
+
+
+def _fail(m: FileMeta, note: Note) -> NoReturn:
+    """A file a read task cannot read to its end (gone, changed, unreadable since it was listed)
+    fails the read with the job's line for it: the job makes it a ``problems`` row, and a
+    DataFrame of ``batches`` or ``records`` has no place for one (fewer rows would pass for all)."""
+    raise SourceError(f"kraftlog source: {m.file}: {json.loads(note[2])['detail']}")
 
 
 @dataclasses.dataclass
