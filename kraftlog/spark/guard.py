@@ -88,10 +88,14 @@ def check_report(report: str, inputs: list[str]) -> None:
                            "reading never writes into an input")
 
 
-def check_output(output: str, inputs: list[str], overwrite: bool = False) -> None:
-    """Refuse an output whose replacement could delete what kraftlog did not write (see the module)."""
+def check_output(output: str, inputs: list[str], overwrite: bool = False, append: bool = False) -> None:
+    """Refuse an output whose replacement could delete what kraftlog did not write (see the module);
+    an append (``append``) only onto an output kraftlog wrote, or a new one."""
     if not output.strip():
         raise UnsafeOutput(f"--output {output!r} is empty (an unset variable?); give the folder to write")
+    if append and overwrite:
+        raise UnsafeOutput("--mode append adds runs to an output kraftlog wrote, --overwrite replaces a folder it "
+                           "did not write: give one or the other")
     store, where = location(output)
     if where == where.parent:
         raise UnsafeOutput(f"--output {output} is the root of {store or 'the filesystem'}; give a folder in it")
@@ -118,8 +122,12 @@ def check_output(output: str, inputs: list[str], overwrite: bool = False) -> Non
     except OSError as e:
         raise UnsafeOutput(f"--output {output}: cannot read it: {e.strerror or e}") from None
     if foreign and not overwrite:
-        raise UnsafeOutput(f"--output {output} exists and is not a kraftlog output ({foreign}); "
-                           "give --overwrite to replace it")
+        raise UnsafeOutput(f"--output {output} exists and is not a kraftlog output ({foreign}); {_foreign(append)}")
+
+
+def _foreign(append: bool) -> str:
+    """What to do about an output kraftlog did not write."""
+    return "an append adds only to an output kraftlog wrote" if append else "give --overwrite to replace it"
 
 
 def not_ours(folder: Path) -> str | None:
@@ -208,11 +216,11 @@ _claims: dict[tuple, Claim] = {}
 
 
 def claim(output: str, inputs: list[str], overwrite: bool = False, report: str | None = None,
-          wait: float = 0) -> Claim:
+          wait: float = 0, append: bool = False) -> Claim:
     """Check the output (and report), lock it (waiting up to ``wait`` seconds for another run to end)
     and remove stale staging folders; raises ``UnsafeOutput`` (a usage error, or an output parent the
     job cannot write in) or ``OutputLocked``."""
-    check_output(output, inputs, overwrite)
+    check_output(output, inputs, overwrite, append)
     if report:
         check_report(report, inputs)
     key = location(output)
@@ -224,7 +232,8 @@ def claim(output: str, inputs: list[str], overwrite: bool = False, report: str |
         try:
             if not overwrite and (foreign := not_ours_remote(output)):
                 raise UnsafeOutput(f"--output {output} exists and is not a kraftlog output ({foreign}); "
-                                   "give --overwrite to replace its tables")
+                                   + ("an append adds only to an output kraftlog wrote" if append
+                                      else "give --overwrite to replace its tables"))
             held.removed = _remove_stale_remote(output, held.run_id)
         except BaseException:
             held.release()

@@ -9,6 +9,10 @@ point is refused before any work (it cannot be renamed; Hadoop's fallback copied
 
 An object store has no rename: there every table is a Delta Lake table (``DeltaOutput``), committed
 by the driver in one transaction per table, and the manifest is written last.
+
+A run that appends (``append``) publishes the same way: a local output's new tables hold the earlier
+output's files as hard links beside the run's own (no byte copied, no earlier file changed), and a Delta
+table gets an append commit. Either only if every table's columns are the ones the earlier runs wrote.
 """
 
 import contextlib
@@ -20,6 +24,7 @@ import re
 import shutil
 import time
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -38,6 +43,8 @@ from kraftlog.spark.sink import NotVisible, Parts, not_visible, recording, stagi
 #: Left out of every table folder: Hadoop's ``_SUCCESS`` and ``.crc`` files, ``_temporary`` folders
 #: and a killed task's ``.part-*.tmp`` break other readers' scans of the folder (polars fails on them).
 _HIDDEN = ("_", ".")
+#: The one file of a table without rows (``Output._schema_only``).
+_EMPTY = "part-00000-empty-{run_id}.parquet"
 
 
 def _exchange(a: str, b: str) -> bool:
@@ -62,13 +69,33 @@ def _remove(path: str) -> None:
         os.remove(path)
 
 
-def open_output(spark: SparkSession, target: str, run_id: str) -> "Output":
-    """Where run ``run_id`` writes: Parquet folders swapped in place, or Delta tables in an object store."""
-    return DeltaOutput(spark, target, run_id) if is_remote(target) else Output(spark, target, run_id)
+def open_output(spark: SparkSession, target: str, run_id: str, append: bool = False) -> "Output":
+    """Where run ``run_id`` writes: Parquet folders swapped in place, or Delta tables in an object store;
+    with ``append``, its tables hold the earlier output's rows too."""
+    kind = DeltaOutput if is_remote(target) else Output
+    return kind(spark, target, run_id, append)
+
+
+def columns(schema: pa.Schema) -> list[tuple[str, str]]:
+    """A table's columns as an appending run compares them: names and types, without the partition
+    column (a folder name in a Parquet table) and without nullability (Spark and pyarrow mark it
+    differently in the files of one table)."""
+    return [(f.name, str(f.type).replace(" not null", "")) for f in schema if f.name != "cluster_id"]
+
+
+def _first_difference(was: list[tuple[str, str]], now: list[tuple[str, str]]) -> str:
+    old, new = dict(was), dict(now)
+    if missing := [n for n in new if n not in old]:
+        return f"no column {missing[0]!r}, which this version writes"
+    if extra := [n for n in old if n not in new]:
+        return f"column {extra[0]!r}, which this version does not write"
+    if changed := [n for n in new if old[n] != new[n]]:
+        return f"column {changed[0]!r} of type {old[changed[0]]} where this version writes {new[changed[0]]}"
+    return "its columns in another order than this version's"
 
 
 class Output:
-    def __init__(self, spark: SparkSession, target: str, run_id: str) -> None:
+    def __init__(self, spark: SparkSession, target: str, run_id: str, append: bool = False) -> None:
         if is_remote(target):
             raise UnsafeOutput(f"--output {target}: an object store has no rename to swap a folder in place; "
                                "its tables are Delta tables (open_output)")
@@ -83,6 +110,38 @@ class Output:
         self.fs = pafs.LocalFileSystem()
         parent, name = os.path.split(self.target)
         self.staging = os.path.join(parent, staging_name(name, run_id))
+        self.earlier = self._earlier() if append else None
+
+    def _earlier(self) -> dict | None:
+        """The manifest of the output this run appends to; None where there is none yet (``guard``
+        refused a folder that holds anything else)."""
+        try:
+            with open(os.path.join(self.target, MANIFEST)) as f:
+                return json.load(f)
+        except FileNotFoundError:
+            return None
+
+    def check_appendable(self, tables: Iterable[str]) -> None:
+        """Refuse (``UnsafeOutput``) an append onto an output that holds other tables than ``tables``,
+        the ones this version writes: before any work. Their columns are compared before publishing
+        (``_check_columns``), once this run's tables are written."""
+        if self.earlier is None:
+            return
+        held, ours = set(self.earlier["counts"]), set(tables)
+        if held != ours:
+            which = sorted(held - ours)
+            which = f"table {which[0]!r}, which this version does not write" if which else \
+                f"no table {sorted(ours - held)[0]!r}, which this version writes"
+            raise self._refusal(which)
+
+    def _refusal(self, why: str) -> UnsafeOutput:
+        version = self.earlier["versions"]["kraftlog"]
+        return UnsafeOutput(f"--output {self.target}: cannot append: it holds {why} (written by kraftlog {version}); "
+                            "append to an output of this version, or replace it (--mode replace)")
+
+    def _check_columns(self, table: str, was: pa.Schema, now: pa.Schema) -> None:
+        if columns(was) != columns(now):
+            raise self._refusal(f"in table {table} {_first_difference(columns(was), columns(now))}")
 
     @property
     def root(self) -> str:
@@ -143,7 +202,7 @@ class Output:
         a Spark job for no rows costs a quarter of a second."""
         folder = f"{self.staging}/{table}"
         self.fs.create_dir(folder, recursive=True)
-        pq.write_table(to_arrow_schema(schema, timezone="UTC").empty_table(), f"{folder}/part-00000-empty.parquet",
+        pq.write_table(to_arrow_schema(schema, timezone="UTC").empty_table(), f"{folder}/{_EMPTY.format(run_id=self.run_id)}",
                        filesystem=self.fs)
 
     def rows(self, table: str, rows: list[tuple], schema: StructType) -> None:
@@ -212,10 +271,13 @@ class Output:
 
     def publish(self) -> str:
         """Check every table's reported parts once more and put staging in place of the output; the
-        previous output is removed only once the new one stands where it stood."""
+        previous output is removed only once the new one stands where it stood. An appending run's
+        staging gets the earlier output's files first (``_carry``)."""
         for table in self.counts:
             self.check(table)
             self._tidy(table)
+        if self.earlier is not None:
+            self._carry()
         if not os.path.lexists(self.target):
             os.rename(self.staging, self.target)
         elif _exchange(self.staging, self.target):
@@ -234,6 +296,34 @@ class Output:
     def abandon(self) -> None:
         _remove(self.staging)
 
+    def _carry(self) -> None:
+        """Hard-link the files of the earlier output's tables into staging, where this run's own
+        files carry its run id in their names (``sink``), once every table's columns are the earlier
+        ones: the earlier files are never copied or changed, and until the swap they stand where they
+        stood. A table's schema-only file (``_schema_only``, the one file beside its partition
+        folders) stays only where no run wrote rows: Spark refuses a folder holding both."""
+        earlier = {t: _files(f"{self.target}/{t}") for t in self.counts}
+        for table, files in earlier.items():
+            if files:
+                self._check_columns(table, pq.read_schema(files[0]),
+                                    pq.read_schema(_files(f"{self.staging}/{table}")[0]))
+        for table, files in earlier.items():
+            parted = [f for f in files if os.path.dirname(f) != f"{self.target}/{table}"]
+            for f in parted:
+                to = os.path.join(self.staging, os.path.relpath(f, self.target))
+                os.makedirs(os.path.dirname(to), exist_ok=True)
+                os.link(f, to)
+            if parted and not self.counts[table]:
+                _remove(f"{self.staging}/{table}/{_EMPTY.format(run_id=self.run_id)}")
+
+
+def _files(folder: str) -> list[str]:
+    """The files of a local table's folder, sorted, without the hidden ones (``_HIDDEN``)."""
+    found = []
+    for at, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(_HIDDEN))
+        found += [os.path.join(at, f) for f in sorted(files) if not f.startswith(_HIDDEN)]
+    return found
 
 
 def storage_options(uri: str) -> dict[str, str]:
@@ -259,8 +349,9 @@ class DeltaOutput(Output):
     by ``cluster_id``. Tasks write the parts of published tables into the table's folder under names
     carrying the run id, and staged tables under ``<output>/_staging-<run_id>`` (see ``sink``); the
     driver checks every reported part (``check``), then commits each table in one Delta transaction
-    that adds exactly those parts and removes the previous run's (overwrite), and writes
-    ``_manifest.json`` last, naming the Delta version of every table it published.
+    that adds exactly those parts and removes the previous run's (overwrite; an appending run's
+    commit removes nothing), and writes ``_manifest.json`` last, naming the Delta version of every
+    table it published.
 
     What is atomic: each table's commit (a reader sees the previous run's table or this one's, never a
     mix), and the manifest (one object). A run that fails or is killed before its first commit leaves
@@ -270,7 +361,7 @@ class DeltaOutput(Output):
     each other's commit, but kraftlog holds no lock on an object store, so two runs onto one output
     may interleave their tables; run one at a time."""
 
-    def __init__(self, spark: SparkSession, target: str, run_id: str) -> None:
+    def __init__(self, spark: SparkSession, target: str, run_id: str, append: bool = False) -> None:
         self.spark, self.run_id, self.target = spark, run_id, target.rstrip("/")
         self.schemas: dict[str, StructType] = {}
         self.counts: dict[str, int] = {}
@@ -282,6 +373,14 @@ class DeltaOutput(Output):
         # Hadoop's s3a is plain S3 to delta-rs
         self.tables = re.sub(r"^s3a://", "s3://", self.target)
         self.options = storage_options(self.target)
+        self.earlier = self._earlier() if append else None
+
+    def _earlier(self) -> dict | None:
+        try:
+            with self.fs.open_input_stream(f"{self.base}/{MANIFEST}") as f:
+                return json.loads(f.read())
+        except FileNotFoundError:
+            return None
 
     def _base(self, part: dict) -> str:
         return self.staging_base if part.get("staged") else self.base
@@ -366,29 +465,54 @@ class DeltaOutput(Output):
         Delta version of each table) and remove the staging prefix."""
         for table in self.counts:
             self.check(table)
+        if self.earlier is not None:  # every table checked before the first commit
+            for table in self.counts:
+                if (was := self._table(table)) is not None:
+                    self._check_columns(table, _arrow(was.schema()), _arrow(self._delta_schema(table)))
+                    named = self.earlier.get("delta_versions", {}).get(table)
+                    if was.version() != named:
+                        raise UnsafeOutput(
+                            f"--output {self.target}: cannot append: table {table} is at Delta version "
+                            f"{was.version()}, its manifest names version {named} (a run was killed between its "
+                            "commits, or another writer changed it); replace the output (--mode replace)")
         versions = {table: self._commit(table) for table in self.counts}
         manifest = self.manifest if self.manifest is not None else {}
         manifest["delta_versions"] = versions
+        if manifest.get("runs"):
+            manifest["runs"][-1]["delta_versions"] = versions
         with self.fs.open_output_stream(f"{self.base}/{MANIFEST}") as f:
             f.write(json.dumps(manifest, indent=2, default=str).encode())
         self._remove_staging()
         return self.target
 
+    def _table(self, table: str):
+        """``table``'s Delta table, or None where there is none yet."""
+        from deltalake import DeltaTable
+
+        uri = f"{self.tables}/{table}"
+        return DeltaTable(uri, storage_options=self.options) \
+            if DeltaTable.is_deltatable(uri, storage_options=self.options) else None
+
+    def _delta_schema(self, table: str):
+        from deltalake import Schema
+
+        return Schema.from_arrow(to_arrow_schema(self.schemas[table], timezone="UTC"))
+
     def _commit(self, table: str) -> int:
         """One Delta transaction adding exactly the reported parts of ``table`` and removing the
-        files of its previous version; the table's new version."""
-        from deltalake import DeltaTable, Schema
+        files of its previous version (none where the run appends); the table's new version."""
+        from deltalake import DeltaTable
         from deltalake.transaction import AddAction, CommitProperties, create_table_with_add_actions
 
         uri = f"{self.tables}/{table}"
-        schema = Schema.from_arrow(to_arrow_schema(self.schemas[table], timezone="UTC"))
+        schema = self._delta_schema(table)
         now = int(time.time() * 1000)
         adds = [AddAction(p["path"].split("/", 1)[1], p["bytes"], {"cluster_id": p["value"]}, now, True,
                           json.dumps({"numRecords": p["rows"]})) for p in self.parts.get(table, [])]
         props = CommitProperties(custom_metadata={"kraftlog.run_id": self.run_id})
-        if DeltaTable.is_deltatable(uri, storage_options=self.options):
-            DeltaTable(uri, storage_options=self.options).create_write_transaction(
-                adds, mode="overwrite", schema=schema, partition_by=["cluster_id"], commit_properties=props)
+        if (existing := self._table(table)) is not None:
+            existing.create_write_transaction(adds, mode="overwrite" if self.earlier is None else "append",
+                                              schema=schema, partition_by=["cluster_id"], commit_properties=props)
         else:
             create_table_with_add_actions(uri, schema, adds, mode="error", partition_by=["cluster_id"],
                                           storage_options=self.options, commit_properties=props)
@@ -409,3 +533,7 @@ class DeltaOutput(Output):
         with contextlib.suppress(OSError):
             self._remove_staging()
 
+
+def _arrow(schema) -> pa.Schema:
+    """A Delta schema as pyarrow's (delta-rs gives arro3's, which pyarrow reads through the Arrow C interface)."""
+    return pa.schema(schema.to_arrow())
