@@ -3,8 +3,10 @@ the runs before it and its own, each run's rows those a run that replaces gives,
 ``run_id`` and listed in the manifest; an output it cannot append to is refused in one line, exit 2,
 and left as it was (issue 15)."""
 
+import errno
 import hashlib
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -188,3 +190,38 @@ def test_runs_appended_to_delta_tables_in_s3_each_hold_a_replacing_runs_rows(s3,
         older = DeltaTable(f"{out}/{name}", version=first["delta_versions"][name], storage_options=storage_options(out))
         assert set(older.to_pyarrow_table().column("run_id").to_pylist()) <= {ids[0]}
     assert not [k for k in s3.keys(out) if k.startswith("_staging-")]
+
+
+def test_an_append_that_fails_as_it_links_leaves_the_previous_output_whole(spark, fixtures, reference, tmp_path,  # noqa: F811
+                                                                         monkeypatch):
+    """Publishing fails half way through linking the earlier files (as with EMLINK): the previous
+    output is as it was, nothing of the run is left, and the next append holds both runs. The earlier
+    output's manifest predates ``runs``: it holds its own run's rows."""
+    ref_manifest, out, ref = reference
+    archive = tmp_path / "archive"
+    shutil.copytree(out, archive)
+    manifest = _manifest(archive)
+    del manifest["runs"]
+    (archive / "_manifest.json").write_text(json.dumps(manifest))
+    before = _files(archive), (archive / "_manifest.json").read_bytes()
+    link, linked = os.link, []
+
+    def fails_half_way(src, dst):
+        if len(linked) == len(before[0]) // 2:
+            raise OSError(errno.EMLINK, os.strerror(errno.EMLINK), src)
+        linked.append(dst)
+        link(src, dst)
+
+    monkeypatch.setattr(os, "link", fails_half_way)
+    opts = Options(inputs=[str(fixtures / "single-node")], output=str(archive), at_offsets=AT, mode="append")
+    with pytest.raises(OSError, match="Too many links"):
+        run(spark, opts)
+    assert linked and (_files(archive), (archive / "_manifest.json").read_bytes()) == before
+    assert all((archive / k).stat().st_nlink == 1 for k in before[0])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["archive"]
+    monkeypatch.setattr(os, "link", link)
+    again = run(spark, opts)
+    ids = [ref_manifest["run_id"], again["run_id"]]
+    assert [r["run_id"] for r in _manifest(archive)["runs"]] == ids
+    got = _tables(archive, ids, _roots(fixtures))
+    assert got[ids[0]] == got[ids[1]] == ref
