@@ -5,7 +5,8 @@
   ``--overwrite``: a file named as the output folder is a typo, and the operator removes it themselves).
 - An existing output folder is replaced only if kraftlog wrote it: a ``_manifest.json`` of ours (a
   ``run_id``, ``versions.kraftlog`` and ``counts``) and nothing beside the tables, manifest and
-  reports it names. An empty folder holds nothing to lose. Anything else needs ``--overwrite``.
+  reports it names. An empty folder holds nothing to lose. Anything else needs ``--overwrite``, and
+  a run that appends (``--mode append``) adds only to an output kraftlog wrote, never with ``--overwrite``.
 - One run at a time writes an output: ``.<name>.lock`` beside it, held with ``flock`` while the run
   lives (the kernel releases it when the process dies, so a killed run never leaves a lock that
   blocks the next), naming the holder (run id, pid, host, start time). A second run is refused (exit 1),
