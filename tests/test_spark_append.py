@@ -164,31 +164,46 @@ def test_an_output_of_other_tables_or_columns_is_refused_and_left_as_it_was(spar
 
 
 def test_runs_appended_to_delta_tables_in_s3_each_hold_a_replacing_runs_rows(s3, fixtures, reference):  # noqa: F811
-    from deltalake import DeltaTable
+    """Each append is one append commit per table, which the manifest names. Commits after the ones a
+    manifest names (a run killed between its commits, another writer) are taken back by the next
+    append's own commit: the tables hold exactly the runs the manifest lists."""
+    from deltalake import DeltaTable, write_deltalake
 
     ref_manifest, _, ref = reference
     out = s3.bucket("append") + "/archive"
-    client = s3.client()
-    manifests = []
-    for _ in range(2):
+    options = storage_options(out)
+
+    def append() -> dict:
         proc = run_job(["--input", str(fixtures / "single-node"), "--output", out, "--at-offset", "100",
                         "--mode", "append"], s3.env)
         assert proc.returncode == 0, proc.stderr[-3000:]
-        manifests.append(json.loads(client.get_object(Bucket="append", Key="archive/_manifest.json")["Body"].read()))
-    first, second = manifests
+        return json.loads(s3.client().get_object(Bucket="append", Key="archive/_manifest.json")["Body"].read())
+
+    first, second = append(), append()
     ids = [first["run_id"], second["run_id"]]
     assert [r["run_id"] for r in second["runs"]] == ids and second["run_id"] == ids[1]
     assert [r["counts"] for r in second["runs"]] == [ref_manifest["counts"]] * 2
-    # each table got one append commit, which the manifest (and its entry in ``runs``) names
     assert [r["delta_versions"] for r in second["runs"]] == [first["delta_versions"], second["delta_versions"]]
     assert {t: v - 1 for t, v in second["delta_versions"].items()} == first["delta_versions"]
     for name in TABLES:
-        table = DeltaTable(f"{out}/{name}", storage_options=storage_options(out))
-        got = _by_run(table.to_pyarrow_table(), ids, _roots(fixtures))
+        got = _by_run(DeltaTable(f"{out}/{name}", storage_options=options).to_pyarrow_table(), ids, _roots(fixtures))
         assert got[ids[0]] == got[ids[1]] == ref[name], name
         # the version the first manifest names is the first run's table, as it was
-        older = DeltaTable(f"{out}/{name}", version=first["delta_versions"][name], storage_options=storage_options(out))
+        older = DeltaTable(f"{out}/{name}", version=first["delta_versions"][name], storage_options=options)
         assert set(older.to_pyarrow_table().column("run_id").to_pylist()) <= {ids[0]}
+    for name, mode in (("records", "append"), ("batches", "overwrite")):
+        t = DeltaTable(f"{out}/{name}", storage_options=options).to_pyarrow_table().slice(0, 5)
+        at = t.schema.get_field_index("run_id")
+        write_deltalake(f"{out}/{name}", t.set_column(at, t.schema.field(at), pa.array(["stray"] * 5)), mode=mode,
+                        storage_options=options)
+    third = append()
+    ids.append(third["run_id"])
+    assert [r["run_id"] for r in third["runs"]] == ids
+    for name in TABLES:
+        table = DeltaTable(f"{out}/{name}", storage_options=options)
+        assert table.version() == third["delta_versions"][name]
+        got = _by_run(table.to_pyarrow_table(), ids, _roots(fixtures))  # no "stray" row
+        assert got[ids[0]] == got[ids[1]] == got[ids[2]] == ref[name], name
     assert not [k for k in s3.keys(out) if k.startswith("_staging-")]
 
 

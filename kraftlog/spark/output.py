@@ -356,7 +356,8 @@ class DeltaOutput(Output):
     What is atomic: each table's commit (a reader sees the previous run's table or this one's, never a
     mix), and the manifest (one object). A run that fails or is killed before its first commit leaves
     every table as it was; one killed between commits leaves some tables at the new version, which the
-    previous manifest's versions still name the old way (``DeltaTable(uri, version=...)``). delta-rs
+    previous manifest's versions still name the old way (``DeltaTable(uri, version=...)``), and which
+    the next appending run takes back to those versions in its own commit (``_undo``). delta-rs
     commits with S3's conditional put (``If-None-Match``): two writers of one table never overwrite
     each other's commit, but kraftlog holds no lock on an object store, so two runs onto one output
     may interleave their tables; run one at a time."""
@@ -467,14 +468,11 @@ class DeltaOutput(Output):
             self.check(table)
         if self.earlier is not None:  # every table checked before the first commit
             for table in self.counts:
-                if (was := self._table(table)) is not None:
-                    self._check_columns(table, _arrow(was.schema()), _arrow(self._delta_schema(table)))
-                    named = self.earlier.get("delta_versions", {}).get(table)
-                    if was.version() != named:
-                        raise UnsafeOutput(
-                            f"--output {self.target}: cannot append: table {table} is at Delta version "
-                            f"{was.version()}, its manifest names version {named} (a run was killed between its "
-                            "commits, or another writer changed it); replace the output (--mode replace)")
+                was, named = self._table(table), self.earlier.get("delta_versions", {}).get(table)
+                if was is None or named is None or was.version() < named:
+                    raise self._refusal(f"table {table} at Delta version "
+                                        f"{None if was is None else was.version()} where its manifest names {named}")
+                self._check_columns(table, _arrow(was.schema()), _arrow(self._delta_schema(table)))
         versions = {table: self._commit(table) for table in self.counts}
         manifest = self.manifest if self.manifest is not None else {}
         manifest["delta_versions"] = versions
@@ -498,9 +496,29 @@ class DeltaOutput(Output):
 
         return Schema.from_arrow(to_arrow_schema(self.schemas[table], timezone="UTC"))
 
+    def _undo(self, table: str, now: int) -> list:
+        """The actions that take ``table`` from its latest version back to the one the earlier
+        manifest names: commits after it are a run's killed between its commits (or another
+        writer's), whose rows no manifest lists; none if it is the latest."""
+        from deltalake import DeltaTable
+        from deltalake.transaction import AddAction, RemoveAction
+
+        uri, named = f"{self.tables}/{table}", self.earlier["delta_versions"][table]
+        latest = DeltaTable(uri, storage_options=self.options)
+        if latest.version() == named:
+            return []
+        files = [{r["path"]: r for r in pa.table(t.get_add_actions(flatten=True)).to_pylist()}
+                 for t in (latest, DeltaTable(uri, version=named, storage_options=self.options))]
+        stray, kept = files
+        return [RemoveAction(p, True, now, r["size_bytes"], {"cluster_id": r["partition.cluster_id"]})
+                for p, r in stray.items() if p not in kept] + \
+            [AddAction(p, r["size_bytes"], {"cluster_id": r["partition.cluster_id"]}, now, True,
+                       json.dumps({"numRecords": r["num_records"]})) for p, r in kept.items() if p not in stray]
+
     def _commit(self, table: str) -> int:
         """One Delta transaction adding exactly the reported parts of ``table`` and removing the
-        files of its previous version (none where the run appends); the table's new version."""
+        files of its previous version; where the run appends, removing nothing but what commits
+        after the earlier manifest's version changed (``_undo``). The table's new version."""
         from deltalake import DeltaTable
         from deltalake.transaction import AddAction, CommitProperties, create_table_with_add_actions
 
@@ -510,9 +528,12 @@ class DeltaOutput(Output):
         adds = [AddAction(p["path"].split("/", 1)[1], p["bytes"], {"cluster_id": p["value"]}, now, True,
                           json.dumps({"numRecords": p["rows"]})) for p in self.parts.get(table, [])]
         props = CommitProperties(custom_metadata={"kraftlog.run_id": self.run_id})
-        if (existing := self._table(table)) is not None:
-            existing.create_write_transaction(adds, mode="overwrite" if self.earlier is None else "append",
-                                              schema=schema, partition_by=["cluster_id"], commit_properties=props)
+        if self.earlier is not None:
+            self._table(table).create_write_transaction(adds + self._undo(table, now), mode="append", schema=schema,
+                                                        partition_by=["cluster_id"], commit_properties=props)
+        elif (existing := self._table(table)) is not None:
+            existing.create_write_transaction(adds, mode="overwrite", schema=schema, partition_by=["cluster_id"],
+                                              commit_properties=props)
         else:
             create_table_with_add_actions(uri, schema, adds, mode="error", partition_by=["cluster_id"],
                                           storage_options=self.options, commit_properties=props)
