@@ -22,7 +22,8 @@ the kernel (or the NFS server) releases it with its process. Object stores have 
 (``If-None-Match``), so two runs onto one bucket prefix are not kept apart (each table's Delta commit
 is still atomic, see ``output.DeltaOutput``). The path checks apply, compared by store and key; an
 existing prefix is written only if kraftlog wrote it (``not_ours_remote``), and the staging prefixes
-``<output>/_staging-<run_id>`` of earlier killed runs are removed when a run starts.
+``<output>/_staging-<run_id>`` of earlier killed runs are removed when a run starts, with the parts
+those runs wrote into the tables' folders that no commit of theirs names (``_remove_orphans``).
 """
 
 import contextlib
@@ -44,7 +45,7 @@ import uuid6
 
 from kraftlog.files.paths import holds, location, read_by
 from kraftlog.files.storage import filesystem, is_remote, local
-from kraftlog.spark.sink import STAGING
+from kraftlog.spark.sink import STAGING, run_of
 
 MANIFEST = "_manifest.json"
 
@@ -356,6 +357,41 @@ def _remove_stale_remote(output: str, run_id: str) -> list[str]:
         print(f"kraftlog: removed {output.rstrip('/')}/{name}, left by run {found} that did not finish; it held "
               "decoded records", file=sys.stderr)
         removed.append(f"{output.rstrip('/')}/{name}")
+    if removed:
+        _remove_orphans(output, {p.rsplit("/", 1)[1].removeprefix(STAGING) for p in removed})
+    return removed
+
+
+def _remove_orphans(output: str, run_ids: set[str]) -> list[str]:
+    """Remove the Parquet parts that the killed runs ``run_ids`` wrote into the object-store output's
+    table folders (named with their run id, ``sink.run_of``) and that no Delta commit names: a table
+    with a commit of one of those runs (killed between its commits) keeps its parts, which that version
+    reads, and a table whose log cannot be read keeps every part. The parts removed."""
+    import pyarrow.fs as pafs
+    from deltalake import DeltaTable
+
+    from kraftlog.spark.output import delta_uri, storage_options  # the output's layer, which imports this one
+
+    fs, base = filesystem(output)
+    options, removed = storage_options(output), []
+    for table in fs.get_file_info(pafs.FileSelector(base, allow_not_found=True)):
+        if table.type != pafs.FileType.Directory or table.base_name.startswith(("_", ".")):
+            continue
+        uri = delta_uri(f"{output.rstrip('/')}/{table.base_name}")
+        try:
+            committed = {h.get("kraftlog.run_id") for h in DeltaTable(uri, storage_options=options).history()} \
+                if DeltaTable.is_deltatable(uri, storage_options=options) else set()
+        except Exception as e:  # delta-rs raises its own errors (DeltaError, OSError, ...)
+            print(f"kraftlog: kept what killed runs wrote into {uri}: its Delta log cannot be read ({e})",
+                  file=sys.stderr)
+            continue
+        for part in fs.get_file_info(pafs.FileSelector(table.path, recursive=True)):
+            if part.type == pafs.FileType.File and run_of(part.base_name) in run_ids - committed:
+                fs.delete_file(part.path)
+                removed.append(f"{output.rstrip('/')}/{part.path[len(base) + 1:]}")
+    if removed:
+        print(f"kraftlog: removed {len(removed)} parts that those runs wrote into {output} and no commit names",
+              file=sys.stderr)
     return removed
 
 

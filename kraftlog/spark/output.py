@@ -344,6 +344,11 @@ def storage_options(uri: str) -> dict[str, str]:
     return options
 
 
+def delta_uri(uri: str) -> str:
+    """``uri`` as delta-rs names it: Hadoop's ``s3a`` is plain S3 to delta-rs."""
+    return re.sub(r"^s3a://", "s3://", uri)
+
+
 class DeltaOutput(Output):
     """An output in an object store: each table a Delta Lake table at ``<output>/<table>``, partitioned
     by ``cluster_id``. Tasks write the parts of published tables into the table's folder under names
@@ -371,8 +376,7 @@ class DeltaOutput(Output):
         self.staging = staging_root(self.target, run_id)
         self.staging_base = filesystem(self.staging)[1]
         self.manifest: dict | None = None
-        # Hadoop's s3a is plain S3 to delta-rs
-        self.tables = re.sub(r"^s3a://", "s3://", self.target)
+        self.tables = delta_uri(self.target)
         self.options = storage_options(self.target)
         self.earlier = self._earlier() if append else None
 

@@ -54,6 +54,15 @@ def encodings(schema: pa.Schema) -> dict:
 ROW_GROUP = 1 << 17
 
 
+#: A published part's name (``Sink``), of the run whose id it carries.
+_PUBLISHED = re.compile(r"part-.+-(?P<run_id>[0-9a-f-]{36})\.parquet", re.DOTALL)
+
+
+def run_of(name: str) -> str | None:
+    """The run id a published part's file name carries (``Sink``), or None."""
+    return m["run_id"] if (m := _PUBLISHED.fullmatch(name)) else None
+
+
 #: The run's staging prefix inside an object-store output (hidden from Delta and Hive readers by its ``_``).
 STAGING = "_staging-"
 _STAGING_ROOT = re.compile(STAGING + r"(?P<run_id>[0-9a-f-]{36})")
