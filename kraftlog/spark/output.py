@@ -532,9 +532,10 @@ class DeltaOutput(Output):
         adds = [AddAction(p["path"].split("/", 1)[1], p["bytes"], {"cluster_id": p["value"]}, now, True,
                           json.dumps({"numRecords": p["rows"]})) for p in self.parts.get(table, [])]
         props = CommitProperties(custom_metadata={"kraftlog.run_id": self.run_id})
-        if self.earlier is not None:
-            self._table(table).create_write_transaction(adds + self._undo(table, now), mode="append", schema=schema,
-                                                        partition_by=["cluster_id"], commit_properties=props)
+        if self.earlier is not None:  # the table's own schema: the columns are its (``publish``), maybe in another order
+            existing = self._table(table)
+            existing.create_write_transaction(adds + self._undo(table, now), mode="append", schema=existing.schema(),
+                                              partition_by=["cluster_id"], commit_properties=props)
         elif (existing := self._table(table)) is not None:
             existing.create_write_transaction(adds, mode="overwrite", schema=schema, partition_by=["cluster_id"],
                                               commit_properties=props)
