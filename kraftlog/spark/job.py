@@ -37,6 +37,8 @@ from kraftlog.wire.crc import IMPLEMENTATION as CRC_IMPLEMENTATION
 
 #: Log records per bucket of timeline events, at most (a quarter of a log's records are events, or fewer).
 EVENTS_PER_BUCKET = 4_000_000
+#: What a run does to the tables of the output it writes: replace them, or add its rows to them.
+MODES = ("replace", "append")
 TABLES = ("files", "batches", "problems", "divergence", "records", *(e.table for e in entities.ENTITIES),
           *views.VIEWS)
 
@@ -57,6 +59,11 @@ class Options:
     limits: Limits = field(default_factory=Limits)
     report: str | None = None  # HTML file on the driver's filesystem; one per cluster when there are several
     overwrite: bool = False  # replace an existing output kraftlog did not write (see ``guard``)
+    mode: str = "replace"  # or "append": the output keeps the rows of the runs it holds (see ``output``)
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"mode {self.mode!r}: one of {', '.join(MODES)}")
 
 
 class Stages:
@@ -211,15 +218,16 @@ def _reports(opts: Options, inv: Inventory, rank: dict[int, int],
 def run(spark: SparkSession, opts: Options) -> dict:
     """Run the job; returns the manifest written beside the tables. The output is checked and locked
     first (``guard.claim``, which the command line took already before starting Spark)."""
-    with guard.claim(opts.output, opts.inputs, opts.overwrite, opts.report) as claim:
+    with guard.claim(opts.output, opts.inputs, opts.overwrite, opts.report, append=opts.mode == "append") as claim:
         return _run(spark, opts, claim)
 
 
 def _run(spark: SparkSession, opts: Options, claim: guard.Claim) -> dict:
     run_id, started = claim.run_id, datetime.now(UTC)
-    out = open_output(spark, opts.output, run_id)
+    out = open_output(spark, opts.output, run_id, append=opts.mode == "append")
     stages = Stages()
     try:
+        out.check_appendable(TABLES)
         with stages("discover"):
             inv = discover(opts.inputs)
         with stages("read"):
@@ -300,12 +308,29 @@ def _run(spark: SparkSession, opts: Options, claim: guard.Claim) -> dict:
                 reports = _reports(opts, inv, rank, out.place)
         manifest = _manifest(spark, out, opts, inv, rank, plans, stages, run_id, started, reports)
         manifest["removed_stale"] = claim.removed  # earlier runs' staging folders
+        manifest["runs"] = [*runs(out.earlier), run_entry(manifest)]
         out.write_manifest(manifest)
         out.publish()
         return manifest
     except BaseException:
         out.abandon()
         raise
+
+
+def run_entry(manifest: dict) -> dict:
+    """What the manifest's ``runs`` says of one run: its id, times, inputs and the rows it wrote."""
+    entry = {k: manifest[k] for k in ("run_id", "started", "finished", "inputs", "counts")}
+    if "delta_versions" in manifest:
+        entry["delta_versions"] = manifest["delta_versions"]
+    return entry
+
+
+def runs(manifest: dict | None) -> list[dict]:
+    """The runs whose rows an output holds, oldest first, by its manifest (one written before
+    manifests listed them holds its own run's rows only)."""
+    if manifest is None:
+        return []
+    return manifest.get("runs") or [run_entry(manifest)]
 
 
 def _manifest(spark: SparkSession, out: Output, opts: Options, inv: Inventory, rank: dict[int, int],
@@ -325,6 +350,7 @@ def _manifest(spark: SparkSession, out: Output, opts: Options, inv: Inventory, r
         "started": started.isoformat(),
         "finished": datetime.now(UTC).isoformat(),
         "inputs": [local_path(i) for i in opts.inputs],
+        "mode": opts.mode,
         "options": {"at_offsets": opts.at_offsets, "at_times": opts.at_times,
                     "every_checkpoint": opts.every_checkpoint, "redact": opts.redact, "report": opts.report,
                     "max_batch_bytes": opts.limits.max_batch_bytes, "max_decompressed": opts.limits.max_decompressed},
