@@ -145,10 +145,14 @@ def _newer(api_key: int, version: int, reason: str) -> str:
             f"version is {message.highest_version}); read as version {message.highest_version}, {reason}")
 
 
+#: What every NoOp value decodes to: one shared record (a decoded record is never changed).
+_NOOP = MetadataRecord(_NOOP_KEY, 0, {}, (), None, NOOP_VALUE)
+
+
 def decode_metadata(value: bytes) -> MetadataRecord:
     """Decode one record value. Never raises on bad input: the result's ``error`` says why."""
     if value == NOOP_VALUE:
-        return MetadataRecord(_NOOP_KEY, 0, {}, (), None, NOOP_VALUE)
+        return _NOOP
     if type(value) is not bytes:
         if value is None:
             return MetadataRecord(-1, -1, {}, (), "MetadataParseException: the record value is null")
