@@ -191,6 +191,8 @@ def _batch_line(batch: Batch, jsonl: bool) -> str:
 #: quiet log is mostly the same few NoOp and heartbeat values.
 _MEMO_VALUE_BYTES = 64
 _MEMO_ENTRIES = 4096
+#: Lines a dump holds before writing them (a write per line costs more than rendering one).
+_BLOCK_LINES = 1024
 #: Whether lines of a shape seen before are filled into its template (tests compare both ways).
 TEMPLATES = True
 _SENTINEL = re.compile(r"\d{22}")  # longer than any int64 a line can hold
@@ -324,61 +326,73 @@ def dump_file(lf: LogFile, out: TextIO, opts: DumpOptions, stats: "Stats | None"
 
     def batch_line(batch: Batch) -> str:
         return batch_lines.line(_batch_shape(batch), batch) if TEMPLATES else _batch_line(batch, jsonl)
-    for item in read_log_file(lf.path, opts.limits):
-        if isinstance(item, Region):
-            s.skipped_bytes += item.length
-            s.regions += 1
-            s.errors += 1
-            if quiet:
-                continue
-            if jsonl:
-                out.write(render.dumps(render.region_json(item)) + "\n")
-            elif item.reason == "truncated":
-                out.write(f"Found {item.length} invalid bytes at the end of {lf.path.name}\n")
-            else:
-                out.write(f"Skipped {item.length} bytes at position {item.position}: {item.detail}\n")
-            continue
-        batch = item
-        s.batches += 1
-        s.valid_bytes += batch.size
-        s.invalid_batches += not batch.is_valid
-        if not sniffed and not batch.is_control and batch.records:
-            metadata = _looks_like_metadata(batch)
-            sniffed = True
-        shown = not filtering and not quiet  # the batch line is rendered only when written
-        if shown:
-            out.write(batch_line(batch) + "\n")
-        counted = False
-        for r in batch.records:
-            s.records += 1
-            rec = _decode(batch, r, metadata)
-            if isinstance(rec, MetadataRecord) and rec.decoded_as is not None:
-                s.newer[rec.newer_note] = s.newer.get(rec.newer_note, 0) + 1
-            if rec is not None and rec.error:
-                s.undecodable += 1
+    pending: list[str] = []  # lines not yet written: they are written in blocks, not a call each
+    write = pending.append
+
+    def flush() -> None:
+        text = "".join(pending)
+        pending.clear()
+        out.write(text)
+    try:
+        for item in read_log_file(lf.path, opts.limits):
+            if len(pending) >= _BLOCK_LINES:
+                flush()
+            if isinstance(item, Region):
+                s.skipped_bytes += item.length
+                s.regions += 1
                 s.errors += 1
-            if filtering and not opts.wants(r.offset, rec, where):
+                if quiet:
+                    continue
+                if jsonl:
+                    write(render.dumps(render.region_json(item)) + "\n")
+                elif item.reason == "truncated":
+                    write(f"Found {item.length} invalid bytes at the end of {lf.path.name}\n")
+                else:
+                    write(f"Skipped {item.length} bytes at position {item.position}: {item.detail}\n")
                 continue
-            if stats is not None:  # --stats counts what the filters keep
-                stats.add_record(rec)
-                counted = True
-                continue
-            if not shown:
-                out.write(batch_line(batch) + "\n")
-                shown = True
-            out.write(_record_line(batch, r, rec, opts, jsonl, memo, record_lines,
-                                   metadata or lf.is_metadata) + "\n")
-        if counted or (stats is not None and not filtering):
-            stats.add_batch(batch)
-        if batch.error:
-            s.batch_errors += 1
-            s.errors += 1
-            if quiet:
-                continue
-            if jsonl:
-                out.write(render.dumps(render.batch_error_json(batch)) + "\n")
-            else:
-                out.write(f"Error in batch at position {batch.position}: {batch.error}\n")
+            batch = item
+            s.batches += 1
+            s.valid_bytes += batch.size
+            s.invalid_batches += not batch.is_valid
+            if not sniffed and not batch.is_control and batch.records:
+                metadata = _looks_like_metadata(batch)
+                sniffed = True
+            shown = not filtering and not quiet  # the batch line is rendered only when written
+            if shown:
+                write(batch_line(batch) + "\n")
+            counted = False
+            for r in batch.records:
+                s.records += 1
+                rec = _decode(batch, r, metadata)
+                if isinstance(rec, MetadataRecord) and rec.decoded_as is not None:
+                    s.newer[rec.newer_note] = s.newer.get(rec.newer_note, 0) + 1
+                if rec is not None and rec.error:
+                    s.undecodable += 1
+                    s.errors += 1
+                if filtering and not opts.wants(r.offset, rec, where):
+                    continue
+                if stats is not None:  # --stats counts what the filters keep
+                    stats.add_record(rec)
+                    counted = True
+                    continue
+                if not shown:
+                    write(batch_line(batch) + "\n")
+                    shown = True
+                write(_record_line(batch, r, rec, opts, jsonl, memo, record_lines,
+                                       metadata or lf.is_metadata) + "\n")
+            if counted or (stats is not None and not filtering):
+                stats.add_batch(batch)
+            if batch.error:
+                s.batch_errors += 1
+                s.errors += 1
+                if quiet:
+                    continue
+                if jsonl:
+                    write(render.dumps(render.batch_error_json(batch)) + "\n")
+                else:
+                    write(f"Error in batch at position {batch.position}: {batch.error}\n")
+    finally:
+        flush()
     if s.valid_bytes + s.skipped_bytes != s.bytes:  # shorter when reopened to be read than when first opened
         raise FileChangedError(lf.path, s.bytes, s.valid_bytes + s.skipped_bytes)
     if jsonl and not quiet:

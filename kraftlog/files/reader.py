@@ -252,20 +252,22 @@ def read_log_stream(
     pos = 0
     last = None  # the batch just yielded, a run's template
     streak, need = 0, _RUN_AFTER  # batches of its size in a row before it; how many before a run is tried
+    ahead = _RUN_AHEAD  # how many batches a run looks at: doubled while runs fill it
     while pos < size:
         # the common case first: a sane v2 header and the whole batch inside the current window,
         # its header unpacked once and handed on
         buf, i = window.buf, pos - window.start
         if i >= 0 and i + HEADER_SIZE <= len(buf):
             if streak >= need:
-                run = _repeats(buf, i, pos, last, records, skip_before)
+                run = _repeats(buf, i, pos, last, records, skip_before, ahead)
                 if run:
                     yield from run
                     pos += len(run) * last.size
                     last = run[-1]
                     need = _RUN_AFTER
+                    ahead = min(ahead * 2, _RUN_MOST) if len(run) == ahead else _RUN_AHEAD
                     continue
-                need = min(need * 2, _RUN_BACKOFF_MAX)
+                need, ahead = min(need * 2, _RUN_BACKOFF_MAX), _RUN_AHEAD
                 streak = 0
             h = unpack_header(buf, i)
             length = h[1]
@@ -338,16 +340,18 @@ def _decode(buf: bytes, i: int, pos: int, limits: Limits, records: bool, header:
 #: Batches of one size in a row before the next ones are checked as a run; a run found too short
 #: doubles that, up to the maximum (batches of one size that differ must not pay a check each).
 _RUN_AFTER, _RUN_BACKOFF_MAX = 3, 512
-_RUN_MOST = 1024  # batches per run, so that a run's objects stay a few MB
+_RUN_AHEAD, _RUN_MOST, _RUN_ROWS_CRC = 128, 1024, 128  # batches a run looks at first, and at most (its objects stay a few MB)
 _RUN_MIN = 8
 #: Header bytes a batch of a run shares with its template: batchLength, magic, attributes,
 #: recordsCount (``BatchHeader``'s offsets); then the records, whole.
 _RUN_SAME = np.r_[8:12, 16, 21:23, 57:61]
 _RUN_CRC = np.dtype(">u4")
-_padded: dict[int, struct.Struct] = {}  # batch size -> ``HEADER`` then the rest of the batch skipped
+#: batch size -> ``HEADER`` then the rest of the batch skipped; the bytes a run compares
+_by_size: dict[int, tuple[struct.Struct, np.ndarray]] = {}
 
 
-def _repeats(buf: bytes, i: int, pos: int, template: Batch, records: bool, skip_before: int) -> list[Batch]:
+def _repeats(buf: bytes, i: int, pos: int, template: Batch, records: bool, skip_before: int,
+             most: int) -> list[Batch]:
     """The batches from ``buf[i:]`` (file position ``pos``) that repeat ``template`` but for their
     offsets, timestamps, epochs, producer fields and CRCs, while their CRCs hold: their header bytes
     and records compared as rows at once, their CRCs taken as rows (``crc32c_rows``), their headers
@@ -356,9 +360,12 @@ def _repeats(buf: bytes, i: int, pos: int, template: Batch, records: bool, skip_
     Batches whose records are not read (``records``, ``skip_before``) need only the size, magic and
     CRC; a run holds batches that are all read or all not."""
     step = template.size
-    n = min(_RUN_MOST, (len(buf) - i) // step)
+    n = min(most, (len(buf) - i) // step)
     if n < _RUN_MIN or i < step:  # the template is not in this window
         return []
+    if records and buf[i + HEADER_SIZE : i + step] != buf[i - step + HEADER_SIZE : i]:
+        return []  # the next batch's records differ: no numpy for a run that is not there
+    unpack, same = _by_size.get(step) or _sized(step)
     u8 = np.frombuffer(buf, np.uint8)
     rows = np.ndarray((n, step), np.uint8, u8, i, (step, 1))
     ok = np.ones(n, bool)
@@ -372,18 +379,24 @@ def _repeats(buf: bytes, i: int, pos: int, template: Batch, records: bool, skip_
                     or h[5] & COMPRESSION_MASK):
         return []
     ref = u8[i - step : i]  # the template's bytes (it ends where the run starts)
-    same = np.r_[_RUN_SAME, HEADER_SIZE:step] if records else _RUN_SAME[:5]
+    if not records:
+        same = _RUN_SAME[:5]
     ok &= (rows[:, same] == ref[same]).all(axis=1)
-    rows = rows[: _leading(ok)]
-    k = _leading(crc32c_rows(rows[:, CRC_START:]) == rows[:, 17:21].copy().view(_RUN_CRC)[:, 0])
+    k = _leading(ok)
     if k < _RUN_MIN:
         return []
-    unpack = _padded.get(step)
-    if unpack is None:
-        if len(_padded) >= 256:
-            _padded.clear()
-        unpack = _padded[step] = struct.Struct(f"{HEADER.format}{step - HEADER_SIZE}x")
-    headers = unpack.iter_unpack(memoryview(buf)[i : i + k * step])
+    headers = list(unpack.iter_unpack(memoryview(buf)[i : i + k * step]))
+    if k >= _RUN_ROWS_CRC:  # the CRCs as rows (crc32c_rows) pay from about this many on
+        crc_ok = (crc32c_rows(rows[:k, CRC_START:]) == rows[:k, 17:21].copy().view(_RUN_CRC)[:, 0]).tolist()
+    else:
+        m = step - CRC_START
+        crc_ok = [crc32c(buf[p : p + m]) == hh[4] for p, hh in zip(range(i + CRC_START, i + k * step, step), headers,
+                                                                     strict=True)]
+    if not all(crc_ok):
+        k = crc_ok.index(False)
+        if k < _RUN_MIN:
+            return []
+        headers = headers[:k]
     positions = range(pos, pos + k * step, step)
     if not records:
         return [Batch(p, hh, True) for p, hh in zip(positions, headers, strict=True)]
@@ -394,6 +407,13 @@ def _repeats(buf: bytes, i: int, pos: int, template: Batch, records: bool, skip_
                 for p, hh in zip(positions, headers, strict=True)]
     return [Batch(p, hh, True, [Record(hh[0] + od, hh[7] + td, key, value, rh, ra, td, od, rs)])
             for p, hh in zip(positions, headers, strict=True)]
+
+
+def _sized(step: int) -> tuple[struct.Struct, np.ndarray]:
+    if len(_by_size) >= 256:
+        _by_size.clear()
+    out = _by_size[step] = struct.Struct(f"{HEADER.format}{step - HEADER_SIZE}x"), np.r_[_RUN_SAME, HEADER_SIZE:step]
+    return out
 
 
 def _leading(ok: np.ndarray) -> int:
