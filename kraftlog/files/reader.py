@@ -259,13 +259,12 @@ def read_log_stream(
         buf, i = window.buf, pos - window.start
         if i >= 0 and i + HEADER_SIZE <= len(buf):
             if streak >= need:
-                run = _repeats(buf, i, pos, last, records, skip_before, ahead)
-                if run:
-                    yield from run
-                    pos += len(run) * last.size
-                    last = run[-1]
+                k, run = _repeats(buf, i, pos, last, records, skip_before, ahead)
+                if k:
+                    yield from run  # the template stays ``last``: the run's batches are like it
+                    pos += k * last.size
                     need = _RUN_AFTER
-                    ahead = min(ahead * 2, _RUN_MOST) if len(run) == ahead else _RUN_AHEAD
+                    ahead = min(ahead * 2, _RUN_MOST) if k == ahead else _RUN_AHEAD
                     continue
                 need, ahead = min(need * 2, _RUN_BACKOFF_MAX), _RUN_AHEAD
                 streak = 0
@@ -351,20 +350,22 @@ _by_size: dict[int, tuple[struct.Struct, np.ndarray]] = {}
 
 
 def _repeats(buf: bytes, i: int, pos: int, template: Batch, records: bool, skip_before: int,
-             most: int) -> list[Batch]:
+             most: int) -> tuple[int, Iterator[Batch]]:
     """The batches from ``buf[i:]`` (file position ``pos``) that repeat ``template`` but for their
     offsets, timestamps, epochs, producer fields and CRCs, while their CRCs hold: their header bytes
     and records compared as rows at once, their CRCs taken as rows (``crc32c_rows``), their headers
     unpacked in one call, and their records ``template``'s at their own offsets and timestamps, as
-    ``decode_batch_at`` would read them from the same bytes. Empty when fewer than ``_RUN_MIN`` do.
+    ``decode_batch_at`` would read them from the same bytes. How many, and the batches made one at a
+    time as they are asked for (a list of them all would outlive the garbage collector's youngest
+    generation, and cost more in collections than it saves); 0 when fewer than ``_RUN_MIN`` repeat.
     Batches whose records are not read (``records``, ``skip_before``) need only the size, magic and
     CRC; a run holds batches that are all read or all not."""
     step = template.size
     n = min(most, (len(buf) - i) // step)
     if n < _RUN_MIN or i < step:  # the template is not in this window
-        return []
+        return 0, iter(())
     if records and buf[i + HEADER_SIZE : i + step] != buf[i - step + HEADER_SIZE : i]:
-        return []  # the next batch's records differ: no numpy for a run that is not there
+        return 0, iter(())  # the next batch's records differ: no numpy for a run that is not there
     unpack, same = _by_size.get(step) or _sized(step)
     u8 = np.frombuffer(buf, np.uint8)
     rows = np.ndarray((n, step), np.uint8, u8, i, (step, 1))
@@ -377,36 +378,36 @@ def _repeats(buf: bytes, i: int, pos: int, template: Batch, records: bool, skip_
     h = template.header
     if records and (template.error is not None or len(template.records) != 1 or h[12] != 1
                     or h[5] & COMPRESSION_MASK):
-        return []
+        return 0, iter(())
     ref = u8[i - step : i]  # the template's bytes (it ends where the run starts)
     if not records:
         same = _RUN_SAME[:5]
     ok &= (rows[:, same] == ref[same]).all(axis=1)
     k = _leading(ok)
     if k < _RUN_MIN:
-        return []
-    headers = list(unpack.iter_unpack(memoryview(buf)[i : i + k * step]))
+        return 0, iter(())
+    stored = rows[:k, 17:21].copy().view(_RUN_CRC)[:, 0]
     if k >= _RUN_ROWS_CRC:  # the CRCs as rows (crc32c_rows) pay from about this many on
-        crc_ok = (crc32c_rows(rows[:k, CRC_START:]) == rows[:k, 17:21].copy().view(_RUN_CRC)[:, 0]).tolist()
+        crc_ok = (crc32c_rows(rows[:k, CRC_START:]) == stored).tolist()
     else:
         m = step - CRC_START
-        crc_ok = [crc32c(buf[p : p + m]) == hh[4] for p, hh in zip(range(i + CRC_START, i + k * step, step), headers,
-                                                                     strict=True)]
+        crc_ok = [crc32c(buf[p : p + m]) == c for p, c in zip(range(i + CRC_START, i + k * step, step),
+                                                            stored.tolist(), strict=True)]
     if not all(crc_ok):
         k = crc_ok.index(False)
         if k < _RUN_MIN:
-            return []
-        headers = headers[:k]
+            return 0, iter(())
+    headers = unpack.iter_unpack(memoryview(buf)[i : i + k * step])
     positions = range(pos, pos + k * step, step)
     if not records:
-        return [Batch(p, hh, True) for p, hh in zip(positions, headers, strict=True)]
+        return k, (Batch(p, hh, True) for p, hh in zip(positions, headers, strict=True))
     r = template.records[0]
     key, value, rh, ra, td, od, rs = r.key, r.value, r.headers, r.attributes, r.timestamp_delta, r.offset_delta, r.size
     if h[5] & TIMESTAMP_TYPE_BIT:
-        return [Batch(p, hh, True, [Record(hh[0] + od, hh[8], key, value, rh, ra, td, od, rs)])
-                for p, hh in zip(positions, headers, strict=True)]
-    return [Batch(p, hh, True, [Record(hh[0] + od, hh[7] + td, key, value, rh, ra, td, od, rs)])
-            for p, hh in zip(positions, headers, strict=True)]
+        return k, (Batch(p, hh, True, [Record(hh[0] + od, hh[8], key, value, rh, ra, td, od, rs)])
+                   for p, hh in zip(positions, headers, strict=True))
+    return k, (Batch(p, hh, True, [Record(hh[0] + od, hh[7] + td, key, value, rh, ra, td, od, rs)])
+               for p, hh in zip(positions, headers, strict=True))
 
 
 def _sized(step: int) -> tuple[struct.Struct, np.ndarray]:
