@@ -14,6 +14,7 @@ from kraftlog.schema import (
     encode_metadata,
     encode_record,
     message_of,
+    records,
 )
 
 # --- spec-level builders: independent of the code under test ---------------------------------
@@ -439,8 +440,6 @@ def test_unregister_controller_record_is_api_key_29():
 
 
 def test_small_values_decoded_again_are_the_same_record_and_the_memory_is_bounded():
-    from kraftlog.schema import records
-
     values = [encode_metadata("FENCE_BROKER_RECORD", 0, {"id": i, "epoch": 7}) for i in range(records._SHARED_ENTRIES + 50)]
     first = [decode_metadata(v) for v in values]
     assert len(records._SHARED) <= records._SHARED_ENTRIES
