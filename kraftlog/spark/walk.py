@@ -111,20 +111,12 @@ class _Records:
 _memo: dict[bytes, tuple[int, int, bytes | None, bytes | None]] = {}
 
 
-#: ``BatchHeader`` as one packed numpy record (the fields at ``HEADER_LAYOUT``'s offsets).
-_HEADER_RECORD = np.dtype({"names": [n for n, _, _ in HEADER_LAYOUT], "formats": [d for _, _, d in HEADER_LAYOUT],
-                           "offsets": [o for _, o, _ in HEADER_LAYOUT], "itemsize": HEADER_SIZE})
-
-
 def _headers(u8: np.ndarray, positions: np.ndarray) -> dict[str, np.ndarray]:
     """Every ``BatchHeader`` field of the batches at ``positions``: their headers copied out as
-    one block of rows (a row per position, from the file's bytes seen as overlapping 61-byte rows),
-    then each field read as a column of it."""
-    if len(u8) < HEADER_SIZE:
-        rows = np.zeros(0, _HEADER_RECORD)
-    else:
-        rows = np.lib.stride_tricks.sliding_window_view(u8, HEADER_SIZE)[positions].view(_HEADER_RECORD)[:, 0]
-    return {name: rows[name].astype(dt.newbyteorder("=")) for name, _, dt in HEADER_LAYOUT}
+    one block of rows, then each field read as a column of it."""
+    rows = u8[positions[:, None] + np.arange(HEADER_SIZE)]
+    return {name: np.ascontiguousarray(rows[:, off : off + dt.itemsize]).view(dt)[:, 0].astype(dt.newbyteorder("="))
+            for name, off, dt in HEADER_LAYOUT}
 
 
 def _fast_batches(buf: bytes, pos: int, limits: Limits, most: int) -> tuple[np.ndarray, np.ndarray, int]:
