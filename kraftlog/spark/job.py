@@ -30,7 +30,7 @@ from kraftlog.spark.events import EVENTS_TABLE
 from kraftlog.spark.output import Output, open_output
 from kraftlog.spark.plan import Plan, Snapshot, plan
 from kraftlog.spark.sink import NotVisible
-from kraftlog.spark.timelines import history_schema
+from kraftlog.spark.timelines import WORKER_MEMORY, events_per_fold, history_schema
 from kraftlog.spark.transactions import Marker, transactions
 from kraftlog.state.rebuild import parse_time
 from kraftlog.wire.crc import IMPLEMENTATION as CRC_IMPLEMENTATION
@@ -57,6 +57,7 @@ class Options:
     limits: Limits = field(default_factory=Limits)
     report: str | None = None  # HTML file on the driver's filesystem; one per cluster when there are several
     overwrite: bool = False  # replace an existing output kraftlog did not write (see ``guard``)
+    worker_memory: int = WORKER_MEMORY  # bytes a Python worker may hold (``timelines.events_per_fold``)
 
 
 class Stages:
@@ -253,7 +254,7 @@ def _run(spark: SparkSession, opts: Options, claim: guard.Claim) -> dict:
                 events[part["value"]].append(part)
             written = passes.by_kind(passes.timelines(spark, out.root, buckets, events,
                                                       {c: p.resets for c, p in plans.items()}, starts, names,
-                                                      opts.redact, run_id))
+                                                      opts.redact, run_id, events_per_fold(opts.worker_memory)))
             out.reported(written["part"])
             for e in entities.ENTITIES:
                 out.staged(e.table, _with_cluster(history_schema(e)), sum(n[e.table] for _, n in written["timeline"]))

@@ -23,7 +23,7 @@ object is visible whole once written, so no temporary name either.
 import re
 import socket
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import pyarrow as pa
@@ -172,19 +172,28 @@ def not_visible(part: dict, task: int, reader: str) -> str:
             "executors and driver do not share this output's storage; use a shared filesystem for --output")
 
 
-def read_staged_parts(root: str, parts: list[dict], schema: pa.Schema) -> pa.Table:
-    """Exactly the staged parts reported (``recording``'s entries, each with the ``task`` that wrote
-    it), as one table (of ``schema`` if there are none); a part this task cannot read fails it, naming the part's writer and path."""
+def staged_batches(root: str, parts: list[dict]) -> Iterator[pa.RecordBatch]:
+    """The batches of exactly the staged parts reported (``recording``'s entries, each with the
+    ``task`` that wrote it), one at a time; a part this task cannot read fails it, naming the part's
+    writer and path."""
     fs, base = filesystem(root)
-    tables = []
     for p in sorted(parts, key=lambda p: p["path"]):
         try:
-            with fs.open_input_file(f"{base}/{p['path']}") as source:
-                tables.append(ipc.open_file(source).read_all())
+            source = fs.open_input_file(f"{base}/{p['path']}")
         except FileNotFoundError:
             raise FileNotFoundError(not_visible({**p, "path": f"{base}/{p['path']}"}, p["task"],
                                                 f"the task on host {HOST}")) from None
-    return pa.concat_tables(tables) if tables else schema.empty_table()
+        with source:
+            reader = ipc.open_file(source)
+            for i in range(reader.num_record_batches):
+                yield reader.get_batch(i)
+
+
+def read_staged_parts(root: str, parts: list[dict], schema: pa.Schema,
+                      keep: Callable[[pa.RecordBatch], pa.RecordBatch] = lambda rows: rows) -> pa.Table:
+    """``staged_batches`` as one table of ``schema``, with the rows ``keep`` keeps of each batch (so
+    that what is left out is never held all at once)."""
+    return pa.Table.from_batches([keep(b) for b in staged_batches(root, parts)], schema)
 
 
 class Parts:
