@@ -23,7 +23,7 @@ from kraftlog.spark.output import DeltaOutput, Output, UnsafeOutput, open_output
 from kraftlog.spark.passes import MIN_TASKS, tasks
 from kraftlog.spark.plan import GAP, SEED, Reset, Snapshot, plan
 from kraftlog.spark.replayed import Replayed
-from kraftlog.spark.sink import Sink, read_staged, read_staged_parts, recording
+from kraftlog.spark.sink import Parts, Sink, read_staged, read_staged_parts, recording
 from kraftlog.spark.transactions import Marker, transactions
 from kraftlog.spark.weights import deal
 from kraftlog.state.image import ClusterImage
@@ -370,3 +370,22 @@ def test_a_bucket_of_more_events_than_a_fold_takes_is_folded_in_parts_with_the_s
     routed = 1  # the topic's record, in every part of a bucket's partitions
     assert len(parts) > 2 * buckets and max(parts) <= 9
     assert sum(n for part, n in folded if "-" not in part) == sum(parts) - routed * (len(parts) - buckets)
+
+
+def test_a_task_writing_many_buckets_holds_at_most_its_pending_bytes_unwritten(tmp_path):
+    """Staged events go to every bucket a task reaches; their rows, and the batches they are slices
+    of, are written out once all buckets together hold more than the bound, not a row group each."""
+    schema = pa.schema([("offset", pa.int64())])
+    with recording() as written:
+        parts = Parts(str(tmp_path), "t", schema, "g0", staged=True, column="bucket", pending_bytes=1000)
+        rows = pa.record_batch([pa.array(range(100))], schema=schema)  # 800 bytes
+        for bucket in range(3):
+            parts.write(bucket, rows.slice(bucket * 10, 10))
+            assert parts.pending == sum(s.pending_bytes for s in parts.sinks.values()) == 80 * (bucket + 1)
+        parts.write(0, rows)
+        assert parts.pending == 0 and not any(s.pending for s in parts.sinks.values())
+        parts.write(1, rows.slice(0, 1))
+        assert parts.close() == 131
+    got = {p["value"]: read_staged(str(tmp_path), p["path"].removesuffix(".arrow")).column("offset").to_pylist()
+           for p in written}
+    assert got == {0: [*range(10), *range(100)], 1: [*range(10, 20), 0], 2: list(range(20, 30))}

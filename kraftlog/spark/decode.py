@@ -376,15 +376,19 @@ def _notes_of(file_id: int, rb: pa.RecordBatch, notes: list[Note]) -> None:
                                                          "record_type": r["record_type"], "payload": r["payload"]})))
 
 
+#: Bytes of events a task holds unwritten, over all the buckets it writes.
+EVENTS_PENDING_BYTES = 32 << 20
+
+
 def staged_events(root: str, part: str) -> Parts:
     """A task's staged timeline events, one file per bucket it reaches."""
-    return Parts(root, EVENTS_TABLE, EVENTS, part, staged=True, column="bucket")
+    return Parts(root, EVENTS_TABLE, EVENTS, part, staged=True, column="bucket", pending_bytes=EVENTS_PENDING_BYTES)
 
 
 def _stage(events: Parts, rows: list[tuple[int, pa.Table]]) -> None:
     for bucket, table in rows:
         for rb in table.to_batches():
-            events.of(bucket).write(rb)
+            events.write(bucket, rb)
 
 
 def _source(rb: pa.RecordBatch | pa.Table, eff_offset: pa.Array, offset: pa.Array, seq: pa.Array,

@@ -91,7 +91,7 @@ class Sink:
         self.schema = schema
         self.rows = 0
         self.pending: list[pa.RecordBatch] = []
-        self.pending_rows = 0
+        self.pending_rows = self.pending_bytes = 0
         if staged:
             self.stream = fs.open_output_stream(self.tmp)
             self.writer = ipc.new_file(self.stream, schema, options=ipc.IpcWriteOptions(compression="lz4"))
@@ -108,6 +108,7 @@ class Sink:
         if batch.num_rows:
             self.pending.append(batch)
             self.pending_rows += batch.num_rows
+            self.pending_bytes += batch.nbytes
             self.rows += batch.num_rows
             if self.pending_rows >= ROW_GROUP:
                 self._flush()
@@ -118,7 +119,7 @@ class Sink:
                 self.writer.write_table(pa.Table.from_batches(self.pending, self.schema), row_group_size=ROW_GROUP)
             else:  # one batch: a batch's buffers are compressed and read back one by one
                 self.writer.write_batch(pa.concat_batches(self.pending) if len(self.pending) > 1 else self.pending[0])
-            self.pending, self.pending_rows = [], 0
+            self.pending, self.pending_rows, self.pending_bytes = [], 0, 0
 
     def close(self) -> int:
         self._flush()
@@ -201,15 +202,29 @@ class Parts:
     from many input files (a fleet's snapshots are thousands of small files) or go to many buckets."""
 
     def __init__(self, root: str, table: str, schema: pa.Schema, part: str, staged: bool = False,
-                 column: str = "cluster_id") -> None:
+                 column: str = "cluster_id", pending_bytes: int | None = None) -> None:
         self.root, self.table, self.schema, self.part = root, table, schema, part
         self.staged, self.column = staged, column
         self.sinks: dict[object, Sink] = {}
+        self.most, self.pending = pending_bytes, 0
 
     def of(self, value: object) -> Sink:
         if value not in self.sinks:
             self.sinks[value] = Sink(self.root, self.table, self.schema, self.part, value, self.staged, self.column)
         return self.sinks[value]
+
+    def write(self, value: object, batch: pa.RecordBatch) -> None:
+        """``batch`` into ``value``'s file; every file's rows written out once they hold more than
+        ``pending_bytes`` together (a task writing to many buckets would hold each one's rows, and
+        the batches they are slices of, until it has a row group's worth)."""
+        sink = self.of(value)
+        before = sink.pending_bytes
+        sink.write(batch)
+        self.pending += sink.pending_bytes - before
+        if self.most is not None and self.pending > self.most:
+            for s in self.sinks.values():
+                s._flush()
+            self.pending = 0
 
     def close(self) -> int:
         return sum(s.close() for s in self.sinks.values())
