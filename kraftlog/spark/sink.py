@@ -156,11 +156,14 @@ def recording() -> Iterator[list[dict]]:
 STAGED = "arrow"
 
 
-def read_staged(root: str, path: str) -> pa.Table:
-    """One part of a staged table (``<table>/part-<x>``, no suffix); a missing one is an error."""
+def read_staged(root: str, path: str) -> Iterator[pa.RecordBatch]:
+    """The batches of one part of a staged table (``<table>/part-<x>``, no suffix), one at a time (a
+    part is as big as the file it was decoded from); a missing one is an error."""
     fs, base = filesystem(root)
     with fs.open_input_file(f"{base}/{path}.{STAGED}") as source:
-        return ipc.open_file(source).read_all()
+        reader = ipc.open_file(source)
+        for i in range(reader.num_record_batches):
+            yield reader.get_batch(i)
 
 
 class NotVisible(RuntimeError):
@@ -177,17 +180,12 @@ def staged_batches(root: str, parts: list[dict]) -> Iterator[pa.RecordBatch]:
     """The batches of exactly the staged parts reported (``recording``'s entries, each with the
     ``task`` that wrote it), one at a time; a part this task cannot read fails it, naming the part's
     writer and path."""
-    fs, base = filesystem(root)
     for p in sorted(parts, key=lambda p: p["path"]):
         try:
-            source = fs.open_input_file(f"{base}/{p['path']}")
+            yield from read_staged(root, p["path"].removesuffix(f".{STAGED}"))
         except FileNotFoundError:
-            raise FileNotFoundError(not_visible({**p, "path": f"{base}/{p['path']}"}, p["task"],
+            raise FileNotFoundError(not_visible({**p, "path": f"{filesystem(root)[1]}/{p['path']}"}, p["task"],
                                                 f"the task on host {HOST}")) from None
-        with source:
-            reader = ipc.open_file(source)
-            for i in range(reader.num_record_batches):
-                yield reader.get_batch(i)
 
 
 def read_staged_parts(root: str, parts: list[dict], schema: pa.Schema,
