@@ -81,17 +81,19 @@ def _folded(entity: Entity, rows: pa.Table, resets: dict[str, list[Reset]], reda
 
 #: A Python worker's memory by default (``kraftlog-spark --worker-memory``), and the least it may be.
 WORKER_MEMORY, MIN_WORKER_MEMORY = 1 << 30, 512 << 20
-#: What a Python worker holds besides a fold's events: the interpreter, pyarrow, Spark's worker, the
-#: fold's output being written (measured: see ``events_per_fold``).
-WORKER_BASE_BYTES = 320 << 20
+#: What a Python worker holds besides a fold's events: the interpreter, pyarrow, Spark's worker, what
+#: the allocators keep of the passes before, the fold's output being written.
+WORKER_BASE_BYTES = 384 << 20
 #: A fold's peak memory per event of its bucket: the staged rows, their sorted copy per entity, the
-#: columnar partition fold's arrays and each distinct payload parsed (measured: see ``events_per_fold``).
-FOLD_BYTES_PER_EVENT = 1600
+#: columnar partition fold's arrays and each distinct payload parsed. Measured on a bucket of the
+#: event-dense generated log (``fold_bucket`` alone, peak RSS): 1.65 KB an event, 180 k to 1.35 M
+#: events a fold, on payloads of some 150 bytes; a log of bigger records (long replica lists) weighs more.
+FOLD_BYTES_PER_EVENT = 2048
 
 
 def events_per_fold(worker_memory: int) -> int:
     """Events one fold takes at once so that a worker stays within ``worker_memory`` bytes: a bucket
-    with more is folded in parts (``fold_bucket``). Measured with ``scripts/bench_spark.py``
+    with more is folded in parts (``fold_bucket``). Checked with ``scripts/bench_spark.py``
     (``python_worker_peak_rss_mb``) on an event-dense log and the NoOp-heavy bench fleet."""
     return max(1, (worker_memory - WORKER_BASE_BYTES) // FOLD_BYTES_PER_EVENT)
 
