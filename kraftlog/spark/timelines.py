@@ -3,6 +3,7 @@ their routed rows filled in, sorted by key and effective offset, folded (``fold`
 the entity's table, one Parquet file per bucket and cluster."""
 
 from collections.abc import Iterator
+from itertools import chain
 
 import numpy as np
 import pyarrow as pa
@@ -110,7 +111,7 @@ def fold_bucket(root: str, bucket: int, parts: list[dict], buckets: int, resets:
     if sum(p["rows"] for p in parts) + starts.num_rows <= per_fold:
         return _fold_events(root, f"b{bucket}", pa.concat_tables([read_staged_parts(root, parts, EVENTS), starts]),
                             resets, names, redact, run_id)
-    keys, split_of = _split(np.concatenate([_hashes(b) for b in [*staged_batches(root, parts), *starts.to_batches()]]),
+    keys, split_of = _split(np.concatenate([_hashes(b) for b in chain(staged_batches(root, parts), starts.to_batches())]),
                             per_fold)
     counts = dict.fromkeys((e.table for e in E.ENTITIES), 0)
     for split in range(int(split_of.max(initial=0)) + 1):
