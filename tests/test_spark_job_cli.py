@@ -18,7 +18,7 @@ def test_a_time_that_is_no_time_is_refused_before_spark_starts(fixtures, tmp_pat
 
 @pytest.mark.parametrize("size,says", [("lots", "not a size: 'lots'"),
                                        ("256MiB", "'256MiB' is less than a Python worker needs besides its events "
-                                        "(at least 512MiB)")])
+                                        "(at least 768MiB)")])
 def test_a_worker_memory_too_small_or_no_size_is_refused_before_spark_starts(fixtures, tmp_path, monkeypatch,  # noqa: F811
                                                                             capsys, size, says):
     monkeypatch.setattr(kraft_metadata, "session", lambda *_, **__: pytest.fail("a session was started"))

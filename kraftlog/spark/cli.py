@@ -80,9 +80,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     where.add_argument("--remote", metavar="URL",
                        help="run through Spark Connect at URL (sc://host:port); also SPARK_REMOTE")
     p.add_argument("--worker-memory", type=_worker_memory, default=WORKER_MEMORY, metavar="SIZE",
-                   help="memory a Python worker may use (default 1GiB): a bucket of timeline events with more "
-                   "than that takes is folded in parts; set the executors' memory overhead (spark.executor."
-                   "memoryOverhead) to hold it per core")
+                   help="memory a Python worker may use (default 1GiB, at least 768MiB): a bucket of timeline "
+                   "events that would take more is folded in parts; on YARN or Kubernetes give executors this much "
+                   "per core beyond the JVM's (spark.executor.memoryOverhead)")
     p.add_argument("--no-redact", action="store_true", help="write secret config values and SCRAM keys as they are")
     p.add_argument("--max-batch-bytes", type=int, default=DEFAULT_MAX_BATCH_BYTES)
     p.add_argument("--max-decompressed", type=int, default=DEFAULT_MAX_DECOMPRESSED)

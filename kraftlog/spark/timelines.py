@@ -80,8 +80,9 @@ def _folded(entity: Entity, rows: pa.Table, resets: dict[str, list[Reset]], reda
     yield from fold_function(entity, resets, redact)(iter(rows.to_batches()))
 
 
-#: A Python worker's memory by default (``kraftlog-spark --worker-memory``), and the least it may be.
-WORKER_MEMORY, MIN_WORKER_MEMORY = 1 << 30, 512 << 20
+#: A Python worker's memory by default (``kraftlog-spark --worker-memory``), and the least it may be
+#: (the decode passes hold up to about 0.5 GB on an event-dense log: 64 MiB windows of records, decoded).
+WORKER_MEMORY, MIN_WORKER_MEMORY = 1 << 30, 768 << 20
 #: What a Python worker holds besides a fold's events: the interpreter, pyarrow, Spark's worker, what
 #: the allocators keep of the passes before, the fold's output being written.
 WORKER_BASE_BYTES = 384 << 20
