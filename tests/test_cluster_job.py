@@ -3,15 +3,14 @@ its tasks read inputs in object storage through the storage layer, and the job w
 output in object storage gives the tables of a local run."""
 
 import json
-from pathlib import Path
 
 import pytest
 
-from cluster_support import delta_tables, run_job, s3, spark_cluster, tables  # noqa: F401
+from cluster_support import run_job, s3, same_delta_tables, spark_cluster  # noqa: F401
 from kraftlog.files.storage import Source
 from kraftlog.spark import guard
 from kraftlog.spark.discover import discover
-from kraftlog.spark.job import TABLES, Options, run
+from kraftlog.spark.job import Options, run
 from kraftlog.spark.sink import STAGING
 from kraftlog.spark.walk import walk
 from spark_support import fixtures, spark  # noqa: F401
@@ -78,22 +77,7 @@ def test_the_job_on_the_cluster_with_input_and_output_in_s3_gives_the_local_tabl
     proc = spark_cluster.job("--input", "s3a" + uri[2:], "--output", f"{bucket}/out", "--at-offset", "1000",
                              env=s3.env, conf=s3.spark_conf())
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-    _same_tables(tmp_path / "local", local, f"{bucket}/out", "s3a" + uri[2:], s3)
-
-
-def _same_tables(here: Path, local: Path, there: str, inputs: str, s3) -> None:  # noqa: F811
-    """The Delta tables at ``there`` hold the rows of the Parquet tables at ``here``; the manifest,
-    written last, names each table's Delta version; nothing of the run's staging is left."""
-    mine = tables(here, {"ROOT": str(local.resolve())})
-    theirs = delta_tables(there, sorted(mine), {"ROOT": inputs})
-    assert set(TABLES) == set(mine) and len(mine) > 10
-    for name in mine:
-        assert mine[name] == theirs[name], name
-    keys = s3.keys(there)
-    manifest = json.loads(s3.client().get_object(Bucket=there[5:].split("/")[0],
-                                                 Key=there[5:].split("/", 1)[1] + "/_manifest.json")["Body"].read())
-    assert set(manifest["delta_versions"]) == set(TABLES)
-    assert not [k for k in keys if k.startswith("_staging-")]
+    same_delta_tables(tmp_path / "local", local, f"{bucket}/out", "s3a" + uri[2:], s3)
 
 
 def test_a_local_run_with_output_in_s3_gives_the_local_tables_as_delta(spark, s3, fixtures, tmp_path):  # noqa: F811
@@ -106,7 +90,7 @@ def test_a_local_run_with_output_in_s3_gives_the_local_tables_as_delta(spark, s3
         assert proc.returncode == 0, proc.stderr[-3000:]
         versions.append(json.loads(s3.client().get_object(Bucket="local-job", Key="out/_manifest.json")["Body"].read()))
     first, second = versions
-    _same_tables(tmp_path / "local", local, out, str(local), s3)
+    same_delta_tables(tmp_path / "local", local, out, str(local), s3)
     assert {t: v - 1 for t, v in second["delta_versions"].items()} == first["delta_versions"]
     import polars as pl
 

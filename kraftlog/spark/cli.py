@@ -21,7 +21,7 @@ from kraftlog.files.reader import DEFAULT_MAX_BATCH_BYTES, Limits, size_bytes
 from kraftlog.spark.discover import InputError
 from kraftlog.spark.guard import OutputLocked, UnsafeOutput, check_output, check_report, claim, one_line
 from kraftlog.spark.job import Options, run
-from kraftlog.spark.session import NoJava, session
+from kraftlog.spark.session import NoConnect, NoJava, session
 from kraftlog.spark.sink import NotVisible
 from kraftlog.spark.timelines import MIN_WORKER_MEMORY, WORKER_MEMORY
 from kraftlog.state.rebuild import parse_time
@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
                 if spark is not before:
                     spark.stop()  # Spark's own lines of the failure come before the one line that says why
                 raise
-    except (InputError, UnsafeOutput, NoJava) as e:
+    except (InputError, UnsafeOutput, NoJava, NoConnect) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
     except (OutputLocked, NotVisible) as e:  # nothing published: the previous output, if any, is as it was

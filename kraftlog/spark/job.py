@@ -122,6 +122,37 @@ def _plans(inv: Inventory, supplied: list[tuple[int, int, int]], snaps: dict[str
     return {c: plan(covered.get(c, []), snaps.get(c, [])) for c in {c.cluster_id for c in inv.copies}}
 
 
+def choose(inv: Inventory, summary: dict, rank: dict[int, int], cut: dict[int, int]
+           ) -> tuple[dict[int, list[tuple[int, int]]], dict[str, list[Snapshot]], dict[str, Plan]]:
+    """From the copies' ranks and where each diverges from the copy chosen (``cut``): which segment
+    supplies which offsets (``copies.wanted``), each cluster's snapshots and plan. A copy that is
+    another log under the same cluster id supplies nothing, and is a problem of ``inv``."""
+    apart = copies.unrelated(inv, summary, rank, cut)
+    inv.problems += apart.items()
+    supplied = copies.suppliers(inv, summary, rank, cut | dict.fromkeys(apart, -1))
+    snaps = _snapshots(inv, summary, rank, set(apart))
+    return copies.wanted(supplied), snaps, _plans(inv, supplied, snaps)
+
+
+def supplied_notes(notes: dict[str, list], late: dict[str, list], want: dict[int, list[tuple[int, int]]]) -> None:
+    """The record notes of pass one and of the late decode, kept where the file supplies the offset:
+    what a copy holds beyond the offsets it supplies is another copy's to tell."""
+    notes |= {kind: [(i, n) for i, n in notes[kind] + late[kind] if copies.supplies(want, i, n["offset"])]
+              for kind in ("marker", "topic", "undecodable", "batch-error")}
+
+
+def context(inv: Inventory, notes: dict[str, list], seeded: dict[str, list]
+            ) -> tuple[dict[str, list[tuple[int, int | None, int | None, str]]], dict[str, str]]:
+    """What every ``records`` row depends on beyond its file: each cluster's metadata transactions
+    (begin, end, end timestamp, state; sorted) and the topic names by id (of the log and the seeds)."""
+    cluster_of = {f.file_id: f.cluster_id for f in inv.files}
+    txns = defaultdict(list)
+    for cluster, begin, end, end_ts, state in transactions(Marker(cluster_of[i], **m) for i, m in notes["marker"]):
+        txns[cluster].append((begin, end, end_ts, state))
+    names = {n["topic_id"]: n["name"] for _, n in notes["topic"] + seeded["topic"]}
+    return {c: sorted(t) for c, t in txns.items()}, names
+
+
 def _points(opts: Options, inv: Inventory, plans: dict[str, Plan], decoded: list[tuple[int, dict]],
             snaps: dict[str, list[Snapshot]]) -> list[tuple[str, int, str]]:
     """(cluster_id, at_offset, label) for every view requested."""
@@ -208,35 +239,23 @@ def _run(spark: SparkSession, opts: Options, claim: guard.Claim) -> dict:
             else:  # no query when every block that several copies hold agrees
                 out.empty("divergence", copies.DIVERGENCE)
                 cut = {}
-            apart = copies.unrelated(inv, summary, rank, cut)
-            inv.problems += apart.items()
-            cut |= dict.fromkeys(apart, -1)
-            supplied = copies.suppliers(inv, summary, rank, cut)
-            want = copies.wanted(supplied)
-            snaps = _snapshots(inv, summary, rank, set(apart))
-            plans = _plans(inv, supplied, snaps)
+            want, snaps, plans = choose(inv, summary, rank, cut)
             buckets = _buckets(summary)
         with stages("decode"):  # the segments of other copies, where they supply offsets
             late = passes.by_kind(passes.decode(spark, inv, {i: w for i, w in want.items() if i not in eager},
                                                 out.root, opts.limits, opts.redact))
             out.reported(late["part"])
             _check_decoded(out, want)
-            # what a copy holds beyond the offsets it supplies is another copy's to tell
-            notes |= {kind: [(i, n) for i, n in notes[kind] + late[kind] if copies.supplies(want, i, n["offset"])]
-                      for kind in ("marker", "topic", "undecodable", "batch-error")}
+            supplied_notes(notes, late, want)
         with stages("seeds"):
             seeded = passes.by_kind(passes.seeds(spark, inv, [s for p in plans.values() for s in p.seeds], out.root,
                                                  buckets, opts.limits, opts.redact))
             out.reported(seeded["part"])
         with stages("records"):
             cluster_of = {f.file_id: f.cluster_id for f in inv.files}
-            txns = defaultdict(list)
-            for cluster, begin, end, end_ts, state in transactions(
-                    Marker(cluster_of[i], **m) for i, m in notes["marker"]):
-                txns[cluster].append((begin, end, end_ts, state))
-            names = {n["topic_id"]: n["name"] for _, n in notes["topic"] + seeded["topic"]}
+            txns, names = context(inv, notes, seeded)
             finished = passes.by_kind(passes.finish(
-                spark, inv, want, out.root, run_id, names, {c: sorted(t) for c, t in txns.items()},
+                spark, inv, want, out.root, run_id, names, txns,
                 {c: p.ranges for c, p in plans.items()}, opts.redact, [parse_time(t) for t in opts.at_times],
                 buckets))
             out.reported(finished["part"])

@@ -28,11 +28,12 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 
 from kraftlog.files.storage import filesystem, is_remote, local
 from kraftlog.spark.guard import MANIFEST, UnsafeOutput, previous_name, staging_name
+from kraftlog.spark.session import arrow_schema, arrow_table
 from kraftlog.spark.sink import NotVisible, Parts, not_visible, recording, staging_root
 
 #: Left out of every table folder: Hadoop's ``_SUCCESS`` and ``.crc`` files, ``_temporary`` folders
@@ -143,14 +144,14 @@ class Output:
         a Spark job for no rows costs a quarter of a second."""
         folder = f"{self.staging}/{table}"
         self.fs.create_dir(folder, recursive=True)
-        pq.write_table(to_arrow_schema(schema, timezone="UTC").empty_table(), f"{folder}/part-00000-empty.parquet",
+        pq.write_table(arrow_schema(schema).empty_table(), f"{folder}/part-00000-empty.parquet",
                        filesystem=self.fs)
 
     def rows(self, table: str, rows: list[tuple], schema: StructType) -> None:
         """A small table the driver holds (rows of ``schema``, ``cluster_id`` among its columns),
         written by pyarrow, by cluster: a Spark job for a few thousand rows takes seconds on a session
         that has run no SQL yet."""
-        arrow = to_arrow_schema(schema, timezone="UTC")
+        arrow = arrow_schema(schema)
         at = arrow.get_field_index("cluster_id")
         written = arrow.remove(at).append(pa.field("run_id", pa.string()))
         by_cluster = defaultdict(list)
@@ -297,7 +298,7 @@ class DeltaOutput(Output):
         """A table's reported parts, read by Spark tasks through the storage layer (Spark's own
         readers reach no object store without Hadoop's connectors)."""
         schema = self.schemas[table]
-        arrow = to_arrow_schema(schema, timezone="UTC")
+        arrow = arrow_schema(schema)
         target = self.target
         parts = [(f"{self._base(p)}/{p['path']}", p["value"]) for p in self.parts.get(table, [])]
 
@@ -316,7 +317,7 @@ class DeltaOutput(Output):
         """Write ``table`` (with the run id, by cluster) from Spark's tasks through the storage layer,
         each task reporting its parts; returns it read back."""
         df = df.withColumn("run_id", F.lit(self.run_id))
-        arrow = to_arrow_schema(df.schema, timezone="UTC")
+        arrow = arrow_schema(df.schema)
         at = arrow.get_field_index("cluster_id")
         written, root = arrow.remove(at), self.root
 
@@ -337,7 +338,7 @@ class DeltaOutput(Output):
             yield pa.RecordBatch.from_pydict({"part": [json.dumps({**p, "task": task}) for p in parts]},
                                              schema=pa.schema([("part", pa.string())]))
 
-        parts = [json.loads(p) for p in df.mapInArrow(write, "part string").toArrow().column("part").to_pylist()]
+        parts = [json.loads(p) for p in arrow_table(df.mapInArrow(write, "part string")).column("part").to_pylist()]
         self.reported([(0, p) for p in parts])
         self.staged(table, from_arrow_schema(written.append(arrow.field(at))), sum(p["rows"] for p in parts))
         return self.frame(table)
@@ -381,7 +382,7 @@ class DeltaOutput(Output):
         from deltalake.transaction import AddAction, CommitProperties, create_table_with_add_actions
 
         uri = f"{self.tables}/{table}"
-        schema = Schema.from_arrow(to_arrow_schema(self.schemas[table], timezone="UTC"))
+        schema = Schema.from_arrow(arrow_schema(self.schemas[table]))
         now = int(time.time() * 1000)
         adds = [AddAction(p["path"].split("/", 1)[1], p["bytes"], {"cluster_id": p["value"]}, now, True,
                           json.dumps({"numRecords": p["rows"]})) for p in self.parts.get(table, [])]
