@@ -54,12 +54,21 @@ def generate(out: Path, clusters: int, max_bytes: int) -> tuple[float, list[str]
     return time.perf_counter() - start, args
 
 
+def _is_worker(pid: int) -> bool:
+    """A Spark Python worker (``pyspark.daemon`` and the workers it forks, which keep its command line)."""
+    try:
+        return b"pyspark.daemon" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
 class TreeMemory:
     """Samples the RSS of a process and its descendants (driver, JVM, Python workers) each second."""
 
     def __init__(self, pid: int) -> None:
         self.pid, self.peak_sum_kib = pid, 0
         self.hwm_kib: dict[str, int] = {}  # "comm" -> largest VmHWM seen for a process of that name
+        self.worker_hwm_kib: dict[int, int] = {}  # pid of a Python worker (pyspark.daemon's forks) -> VmHWM
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
@@ -92,8 +101,10 @@ class TreeMemory:
             if "VmRSS" not in status:
                 continue
             total += int(status["VmRSS"].split()[0])
-            name = status["Name"].strip()
-            self.hwm_kib[name] = max(self.hwm_kib.get(name, 0), int(status["VmHWM"].split()[0]))
+            name, hwm = status["Name"].strip(), int(status["VmHWM"].split()[0])
+            self.hwm_kib[name] = max(self.hwm_kib.get(name, 0), hwm)
+            if _is_worker(pid):
+                self.worker_hwm_kib[pid] = max(self.worker_hwm_kib.get(pid, 0), hwm)
         self.peak_sum_kib = max(self.peak_sum_kib, total)
 
     def _loop(self) -> None:
@@ -181,6 +192,9 @@ def main() -> int:
         "driver_peak_rss_note": "wait4 ru_maxrss of the driver python (or of a child it reaped, if larger)",
         "sampled_peak_rss_mb": {"job_tree_sum": round(memory.peak_sum_kib / 1024, 1),
                                 **{k: round(v / 1024, 1) for k, v in sorted(memory.hwm_kib.items())}},
+        # the budget ``--worker-memory`` holds: each Python worker's own high-water mark (VmHWM)
+        "python_worker_peak_rss_mb": round(max(memory.worker_hwm_kib.values(), default=0) / 1024, 1),
+        "python_workers": len(memory.worker_hwm_kib),
         "bench_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "counts": manifest["counts"],
         "target": {"target_records_per_s": TARGET_RECORDS_PER_S, "met": records / job_seconds >= TARGET_RECORDS_PER_S},

@@ -4,6 +4,7 @@ against the local replay at checkpoints, inside and after transactions and at a 
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from collections import Counter
@@ -19,6 +20,7 @@ from kraftlog.files.records import iter_entries
 from kraftlog.spark import copies, entities, views
 from kraftlog.spark.discover import cluster_of, discover
 from kraftlog.spark.job import TABLES, Options, run
+from kraftlog.spark.timelines import FOLD_BYTES_PER_EVENT, WORKER_BASE_BYTES
 from kraftlog.state.image import ABORT, BEGIN, END
 from kraftlog.state.rebuild import parse_time, rebuild
 from spark_support import Views, compared, fixtures, spark, table  # noqa: F401
@@ -55,9 +57,17 @@ def single(fixtures):  # noqa: F811
 def job(spark, fixtures, single, tmp_path_factory):  # noqa: F811
     offsets = sorted({o for b, e, _ in _transactions(single) for o in (b - 1, b, b + 1, e - 1, e, e + 1)})
     out = tmp_path_factory.mktemp("spark-fixtures") / "tables"
+    # a worker's memory that takes 40 events a fold: every bucket is folded in parts, which must give
+    # the timelines a replay gives
     manifest = run(spark, Options(inputs=[str(fixtures)], output=str(out), at_offsets=offsets, at_times=[AT_TIME],
-                                  every_checkpoint=True))
+                                  every_checkpoint=True, worker_memory=WORKER_BASE_BYTES + 40 * FOLD_BYTES_PER_EVENT))
     return out, manifest
+
+
+def test_buckets_of_more_events_than_a_fold_takes_are_folded_in_parts(job):
+    out, _ = job
+    names = {p.name for p in (out / "partition_history").rglob("*.parquet")}
+    assert names and all(re.fullmatch(r"part-b\d+-\d+\.parquet", n) for n in names), names
 
 
 def test_views_equal_local_replay_at_every_point(job, nodes):

@@ -3,25 +3,29 @@ offsets, the transaction marker table, and the fold (against a plain ClusterImag
 
 import json
 import os
+import shutil
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
 import pytest
 
 from kraftlog.files.copies import minus
-from kraftlog.spark import entities, events, output
+from kraftlog.spark import entities, events, output, timelines
 from kraftlog.spark.copies import FileSummary, likely_first, ranks, suppliers, supplies, unrelated, wanted
+from kraftlog.spark.decode import staged_events
 from kraftlog.spark.discover import Copy, FileEntry, Inventory
 from kraftlog.spark.fold import EVENT_COLUMNS, fold_function
 from kraftlog.spark.output import DeltaOutput, Output, UnsafeOutput, open_output
-from kraftlog.spark.passes import MIN_TASKS, _groups, tasks
+from kraftlog.spark.passes import MIN_TASKS, tasks
 from kraftlog.spark.plan import GAP, SEED, Reset, Snapshot, plan
 from kraftlog.spark.replayed import Replayed
-from kraftlog.spark.sink import Sink, read_staged, read_staged_parts, recording
+from kraftlog.spark.sink import Parts, Sink, read_staged, read_staged_parts, recording
 from kraftlog.spark.transactions import Marker, transactions
+from kraftlog.spark.weights import deal
 from kraftlog.state.image import ClusterImage
 
 
@@ -115,11 +119,11 @@ def test_likely_first_is_the_copy_with_the_newest_epoch_then_segment(tmp_path):
 
 def test_groups_deal_every_task_once_heaviest_first():
     weights = {i: w for i, w in enumerate([90, 5, 40, 40, 30, 10, 10, 3, 2, 1])}
-    groups = _groups(weights, 3)
+    groups = deal(weights, 3)
     assert sorted(t for g in groups for t in g) == sorted(weights)
     loads = [sum(weights[t] for t in g) for g in groups]
     assert loads == sorted(loads, reverse=True) and loads[0] == 90 and loads[1] - loads[2] <= 10  # 90 alone
-    assert _groups({1: 5, 2: 5}, 8) == [[1], [2]]
+    assert deal({1: 5, 2: 5}, 8) == [[1], [2]]
 
 
 def test_one_topics_partitions_spread_over_buckets_and_its_records_reach_each():
@@ -263,11 +267,11 @@ def test_staged_parts_are_reported_read_back_and_a_missing_one_is_an_error(tmp_p
         (f"t/bucket=7/part-{x}.arrow", n, 7, (tmp_path / f"t/bucket=7/part-{x}.arrow").stat().st_size)
         for x, n in (("a", 2), ("b", 1))]
     parts = [{**p, "task": 5} for p in parts]
-    assert read_staged(root, "t/bucket=7/part-a").column("offset").to_pylist() == [1, 2]
+    assert [r for b in read_staged(root, "t/bucket=7/part-a") for r in b.column("offset").to_pylist()] == [1, 2]
     assert read_staged_parts(root, parts, schema).column("offset").to_pylist() == [1, 2, 3]
     assert read_staged_parts(root, [], schema).num_rows == 0
     with pytest.raises(FileNotFoundError):
-        read_staged(root, "t/bucket=7/part-c")
+        next(read_staged(root, "t/bucket=7/part-c"))
     (tmp_path / "t/bucket=7/part-b.arrow").unlink()  # a part the reader cannot see is never read as no rows
     with pytest.raises(FileNotFoundError, match=f"part written by task 5 on host .* at {root}/t/bucket=7/part-b"):
         read_staged_parts(root, parts, schema)
@@ -305,3 +309,83 @@ def test_an_object_store_output_is_delta_tables():
 def test_tasks_follow_the_bytes_read_not_the_cores():
     assert tasks(0) == tasks(10 << 20) == MIN_TASKS
     assert tasks(1 << 30) == 16 and tasks((1 << 30) + 1) == 17
+
+
+def _bucket_events(root: str, buckets: int) -> dict[int, list[dict]]:
+    """A topic of 24 partitions, each changed a few times, and a broker and a config, staged as the job
+    stages them (``routed``); returns each bucket's parts as reported."""
+    rows = [("TOPIC_RECORD", {"name": "orders", "topicId": TOPIC}, TOPIC, None, None, None)]
+    rows += [(*_partition(p), TOPIC, p, None, None) for p in range(24)]
+    rows += [("PARTITION_CHANGE_RECORD", {"partitionId": p, "topicId": TOPIC, "isr": [1 + k % 2]}, TOPIC, p, None, None)
+             for k in range(3) for p in range(24)]
+    rows += [("REGISTER_BROKER_RECORD", {"brokerId": 1, "brokerEpoch": 5, "incarnationId": TOPIC, "endPoints": [],
+                                         "features": [], "rack": None, "fenced": True}, None, None, 1, None),
+             ("CONFIG_RECORD", {"resourceType": 2, "resourceName": "orders", "name": "retention.ms", "value": "1"},
+              None, None, None, "orders")]
+    n = len(rows)
+    src = pa.table({"eff_offset": range(1, n + 1), "offset": range(1, n + 1), "seq": [0] * n,
+                    "eff_time": range(1000, 1000 + n), "epoch": pa.array([1] * n, pa.int32()),
+                    "record_type": [r[0] for r in rows], "data": [json.dumps(r[1]) for r in rows],
+                    "topic_id": [r[2] for r in rows], "topic_name": ["orders" if r[2] else None for r in rows],
+                    "partition_id": pa.array([r[3] for r in rows], pa.int32()),
+                    "broker_id": pa.array([r[4] for r in rows], pa.int32()), "resource_name": [r[5] for r in rows]})
+    with recording() as parts:
+        staged = staged_events(root, "g0")
+        for bucket, table in events.routed("c", src, buckets, {TOPIC: "orders"}):
+            for rb in table.to_batches():
+                staged.of(bucket).write(rb)
+        staged.close()
+    by_bucket = {b: [] for b in range(buckets)}
+    for p in parts:
+        by_bucket[p["value"]].append({**p, "task": 0})
+    return by_bucket
+
+
+def _timelines(root: Path) -> dict[str, list[str]]:
+    return {e.table: sorted(json.dumps(r, default=str) for r in
+                            ds.dataset(root / e.table, format="parquet", partitioning="hive").to_table().to_pylist())
+            for e in entities.ENTITIES if (root / e.table).exists()}
+
+
+def test_a_bucket_of_more_events_than_a_fold_takes_is_folded_in_parts_with_the_same_rows(tmp_path, monkeypatch):
+    """The budget per worker: a bucket is folded at most ``per_fold`` events at a time (and a routed
+    row in each part), every key's events together, to the rows it folds to whole."""
+    whole, split = tmp_path / "whole", tmp_path / "split"
+    buckets, epochs = 2, {"c": [(1, 1, 1000)]}
+    staged = _bucket_events(str(whole), buckets)
+    shutil.copytree(whole, split)
+    folded = []
+    fold_events = timelines._fold_events
+    monkeypatch.setattr(timelines, "_fold_events", lambda root, part, ev, *a: folded.append((part, ev.num_rows))
+                        or fold_events(root, part, ev, *a))
+    counts = {}
+    for root, per_fold in ((whole, 10**9), (split, 9)):
+        for b in range(buckets):
+            n = timelines.fold_bucket(str(root), b, staged[b], buckets, {}, epochs, {TOPIC: "orders"}, True, "r",
+                                      per_fold)
+            counts[per_fold] = Counter(counts.get(per_fold)) + Counter(n)
+    assert counts[9] == counts[10**9] and counts[9]["partition_history"] == 24 * 4
+    assert _timelines(split) == _timelines(whole)
+    parts = [n for part, n in folded if "-" in part]
+    routed = 1  # the topic's record, in every part of a bucket's partitions
+    assert len(parts) > 2 * buckets and max(parts) <= 9
+    assert sum(n for part, n in folded if "-" not in part) == sum(parts) - routed * (len(parts) - buckets)
+
+
+def test_a_task_writing_many_buckets_holds_at_most_its_pending_bytes_unwritten(tmp_path):
+    """Staged events go to every bucket a task reaches; their rows, and the batches they are slices
+    of, are written out once all buckets together hold more than the bound, not a row group each."""
+    schema = pa.schema([("offset", pa.int64())])
+    with recording() as written:
+        parts = Parts(str(tmp_path), "t", schema, "g0", staged=True, column="bucket", pending_bytes=1000)
+        rows = pa.record_batch([pa.array(range(100))], schema=schema)  # 800 bytes
+        for bucket in range(3):
+            parts.write(bucket, rows.slice(bucket * 10, 10))
+            assert parts.pending == sum(s.pending_bytes for s in parts.sinks.values()) == 80 * (bucket + 1)
+        parts.write(0, rows)
+        assert parts.pending == 0 and not any(s.pending for s in parts.sinks.values())
+        parts.write(1, rows.slice(0, 1))
+        assert parts.close() == 131
+    got = {p["value"]: [r for b in read_staged(str(tmp_path), p["path"].removesuffix(".arrow"))
+                        for r in b.column("offset").to_pylist()] for p in written}
+    assert got == {0: [*range(10), *range(100)], 1: [*range(10, 20), 0], 2: list(range(20, 30))}

@@ -13,6 +13,7 @@ from kraftlog.files.reader import (
     DEFAULT_MAX_RECORDS_PER_BATCH,
     FileChangedError,
     Limits,
+    size_bytes,
 )
 from kraftlog.wire.codecs import DEFAULT_MAX_DECOMPRESSED
 from kraftlog.wire.crc import IMPLEMENTATION as CRC_IMPLEMENTATION
@@ -31,13 +32,10 @@ class Refused(Exception):
 
 
 def parse_size(text: str) -> int:
-    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-    t = text.strip().lower().removesuffix("ib").removesuffix("b")
-    mult = units.get(t[-1:], 1)
     try:
-        return int(float(t[:-1] if t[-1:] in units else t) * mult)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 8MiB, 65536)") from None
+        return size_bytes(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def add_limits(p: argparse.ArgumentParser) -> None:

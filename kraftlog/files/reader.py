@@ -53,6 +53,17 @@ DEFAULT_MAX_BATCH_BYTES = 8 * 1024 * 1024
 DEFAULT_MAX_RECORDS_PER_BATCH = 10_000
 
 
+def size_bytes(text: str) -> int:
+    """Bytes of a size as the command lines take it: 65536, 8MiB, 1.5GB (units of 1024); ValueError if not one."""
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    t = text.strip().lower().removesuffix("ib").removesuffix("b")
+    mult = units.get(t[-1:], 1)
+    try:
+        return int(float(t[:-1] if t[-1:] in units else t) * mult)
+    except ValueError:
+        raise ValueError(f"not a size: {text!r} (e.g. 8MiB, 65536)") from None
+
+
 @dataclass(frozen=True, slots=True)
 class Limits:
     """Bounds that keep hostile input from costing unbounded memory."""

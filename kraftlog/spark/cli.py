@@ -17,12 +17,13 @@ import sys
 
 from pyspark.sql import SparkSession
 
-from kraftlog.files.reader import DEFAULT_MAX_BATCH_BYTES, Limits
+from kraftlog.files.reader import DEFAULT_MAX_BATCH_BYTES, Limits, size_bytes
 from kraftlog.spark.discover import InputError
 from kraftlog.spark.guard import OutputLocked, UnsafeOutput, check_output, check_report, claim, one_line
 from kraftlog.spark.job import MODES, Options, run
 from kraftlog.spark.session import NoConnect, NoJava, session
 from kraftlog.spark.sink import NotVisible
+from kraftlog.spark.timelines import MIN_WORKER_MEMORY, WORKER_MEMORY
 from kraftlog.state.rebuild import parse_time
 from kraftlog.wire.codecs import DEFAULT_MAX_DECOMPRESSED
 
@@ -36,6 +37,18 @@ def _time_text(text: str) -> str:
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
     return text
+
+
+def _worker_memory(text: str) -> int:
+    """A ``--worker-memory`` size, checked before Spark starts."""
+    try:
+        size = size_bytes(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    if size < MIN_WORKER_MEMORY:
+        raise argparse.ArgumentTypeError(f"{text!r} is less than a Python worker needs besides its events "
+                                         f"(at least {MIN_WORKER_MEMORY >> 20}MiB)")
+    return size
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -72,6 +85,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
     where.add_argument("--master", help="Spark master (default: local[*], or what spark-submit was given)")
     where.add_argument("--remote", metavar="URL",
                        help="run through Spark Connect at URL (sc://host:port); also SPARK_REMOTE")
+    p.add_argument("--worker-memory", type=_worker_memory, default=WORKER_MEMORY, metavar="SIZE",
+                   help="memory a Python worker may use (default 1GiB, at least 768MiB): a bucket of timeline "
+                   "events that would take more is folded in parts; on YARN or Kubernetes give executors this much "
+                   "per core beyond the JVM's (spark.executor.memoryOverhead)")
     p.add_argument("--no-redact", action="store_true", help="write secret config values and SCRAM keys as they are")
     p.add_argument("--max-batch-bytes", type=int, default=DEFAULT_MAX_BATCH_BYTES)
     p.add_argument("--max-decompressed", type=int, default=DEFAULT_MAX_DECOMPRESSED)
@@ -98,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
                     inputs=args.input, output=args.output, at_offsets=args.at_offset, at_times=args.at_time,
                     every_checkpoint=args.every_checkpoint, redact=not args.no_redact,
                     limits=Limits(args.max_batch_bytes, args.max_decompressed), report=args.report,
-                    overwrite=args.overwrite, mode=args.mode))
+                    overwrite=args.overwrite, mode=args.mode, worker_memory=args.worker_memory))
             except BaseException:
                 if spark is not before:
                     spark.stop()  # Spark's own lines of the failure come before the one line that says why

@@ -376,15 +376,19 @@ def _notes_of(file_id: int, rb: pa.RecordBatch, notes: list[Note]) -> None:
                                                          "record_type": r["record_type"], "payload": r["payload"]})))
 
 
+#: Bytes of events a task holds unwritten, over all the buckets it writes.
+EVENTS_PENDING_BYTES = 32 << 20
+
+
 def staged_events(root: str, part: str) -> Parts:
     """A task's staged timeline events, one file per bucket it reaches."""
-    return Parts(root, EVENTS_TABLE, EVENTS, part, staged=True, column="bucket")
+    return Parts(root, EVENTS_TABLE, EVENTS, part, staged=True, column="bucket", pending_bytes=EVENTS_PENDING_BYTES)
 
 
 def _stage(events: Parts, rows: list[tuple[int, pa.Table]]) -> None:
     for bucket, table in rows:
         for rb in table.to_batches():
-            events.of(bucket).write(rb)
+            events.write(bucket, rb)
 
 
 def _source(rb: pa.RecordBatch | pa.Table, eff_offset: pa.Array, offset: pa.Array, seq: pa.Array,
@@ -439,16 +443,11 @@ def finish_records(meta: FileMeta, root: str, run_id: str, want: list[tuple[int,
     (``txns``: begin, end, end timestamp, state); the timelines' events of those in the replayable
     ``ranges`` (into ``events``, see ``staged_events``); notes of where leader epochs start and of
     the first record later than each time."""
-    staged = read_staged(root, f"decoded/part-{meta.file_id}")
-    offsets = staged.column("offset").to_numpy()
-    supplied = overlaps(offsets, offsets, want)
-    if not supplied.all():
-        staged = staged.filter(pa.array(supplied))
     sink = records.of(meta.cluster_id)
     written = 0
     epochs: dict[int, tuple[int, int]] = {}
     later: list[int | None] = [None] * len(times)
-    for rb in staged.to_batches(_ROWS):
+    for rb in _supplied(read_staged(root, f"decoded/part-{meta.file_id}"), want):
         n = rb.num_rows
         offset = rb.column("offset").to_numpy()
         control = rb.column("is_control").to_numpy(zero_copy_only=False)
@@ -491,6 +490,17 @@ def finish_records(meta: FileMeta, root: str, run_id: str, want: list[tuple[int,
     return [(meta.file_id, "finished", json.dumps({"records": written, "later": later})),
             *((meta.file_id, "epoch", json.dumps({"epoch": e, "offset": o, "timestamp": t}))
               for e, (o, t) in epochs.items())]
+
+
+def _supplied(staged: Iterable[pa.RecordBatch], want: list[tuple[int, int]]) -> Iterable[pa.RecordBatch]:
+    """The rows of the offsets ``want`` names, at most ``_ROWS`` a batch."""
+    for rb in staged:
+        offsets = rb.column("offset").to_numpy()
+        supplied = overlaps(offsets, offsets, want)
+        if not supplied.all():
+            rb = rb.filter(pa.array(supplied))
+        for lo in range(0, rb.num_rows, _ROWS):
+            yield rb.slice(lo, _ROWS)
 
 
 def _named(topic_ids: pa.Array, names: dict[str, str]) -> pa.Array:

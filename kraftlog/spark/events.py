@@ -9,8 +9,10 @@ with every key of the bucket it can change, as the state layer decides what it d
 
 Rows are bucketed by cluster and key (a config by its resource name, which a topic's removal
 routes by), so that one task holds all of an entity's events; a routed record for partitions goes
-to every bucket. The tasks that decode files write the buckets and the tasks that fold them read
-them, and no event row passes through the JVM.
+to every bucket. Each row keeps the hash it was bucketed by (``route_hash``; null for a row of
+every bucket), so that a fold can split a big bucket into parts by key (``timelines.fold_bucket``). The tasks
+that decode files write the buckets and the tasks that fold them read them, and no event row
+passes through the JVM.
 """
 
 import json
@@ -37,25 +39,31 @@ EVENTS = pa.schema([
     ("target", pa.string()),  # the topic a ClearElr names ("" for every topic)
     ("eff_offset", pa.int64()), ("offset", pa.int64()), ("seq", pa.int64()), ("eff_time", pa.int64()),
     ("epoch", pa.int32()), ("record_type", pa.string()), ("data", pa.string()),
+    ("route_hash", pa.int64()),  # ``route_hash`` of the row's route; null: a row of every bucket
 ])
 #: Columns a source of events gives (``DECODED``'s names, with the effective offset and time).
 SOURCE = ("eff_offset", "offset", "seq", "eff_time", "epoch", "record_type", "data", "topic_id", "topic_name",
           "partition_id", "broker_id", "resource_name")
 
 
+def route_hash(cluster_id: str, route: object) -> int:
+    """The hash an entity's events are bucketed by: the same for every process and run."""
+    return zlib.crc32(f"{cluster_id}\0{route}".encode())
+
+
 def bucket_of(cluster_id: str, route: object, buckets: int) -> int:
-    """The bucket of an entity's events: the same for every process and run."""
-    return zlib.crc32(f"{cluster_id}\0{route}".encode()) % buckets
+    """The bucket of an entity's events."""
+    return route_hash(cluster_id, route) % buckets
 
 
-def _buckets(cluster_id: str, route: pa.Array | pa.ChunkedArray, buckets: int) -> np.ndarray:
-    """``bucket_of`` for a column, computed once per distinct value."""
+def _hashes(cluster_id: str, route: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """``route_hash`` for a column, computed once per distinct value."""
     if isinstance(route, pa.ChunkedArray):
         route = route.combine_chunks()
     encoded = pc.dictionary_encode(pc.fill_null(route.cast(pa.string()), ""))  # a null reaches no key
-    table = np.asarray([bucket_of(cluster_id, v, buckets) for v in encoded.dictionary.to_pylist()], np.int32)
+    table = np.asarray([route_hash(cluster_id, v) for v in encoded.dictionary.to_pylist()], np.int64)
     indices = encoded.indices.to_numpy(zero_copy_only=False)
-    return table[indices] if table.size else np.zeros(len(route), np.int32)
+    return table[indices] if table.size else np.zeros(len(route), np.int64)
 
 
 def _json_keys(data: pa.Array, fields: dict[str, tuple[str, pa.DataType]]) -> dict[str, pa.Array]:
@@ -65,14 +73,15 @@ def _json_keys(data: pa.Array, fields: dict[str, tuple[str, pa.DataType]]) -> di
 
 
 def _table(entity: Entity, cluster_id: str, src: pa.Table, keys: dict[str, pa.Array],
-           target: pa.Array | None = None) -> pa.Table:
-    """``src`` as ``EVENTS`` rows of ``entity``."""
+           target: pa.Array | None = None, hashes: np.ndarray | None = None) -> pa.Table:
+    """``src`` as ``EVENTS`` rows of ``entity`` (``hashes``: their ``route_hash``; none: every bucket's)."""
     n = src.num_rows
     return pa.Table.from_pydict({
         "entity": pa.repeat(pa.scalar(entity.table), n), "cluster_id": pa.repeat(pa.scalar(cluster_id), n),
         **{k: keys.get(k, pa.nulls(n, t)) for k, t in KEYS},
         "target": target if target is not None else pa.nulls(n, pa.string()),
-        **{c: src.column(c) for c in EVENT_COLUMNS}}, schema=EVENTS)
+        **{c: src.column(c) for c in EVENT_COLUMNS},
+        "route_hash": pa.nulls(n, pa.int64()) if hashes is None else pa.array(hashes, pa.int64())}, schema=EVENTS)
 
 
 def _rows(entity: Entity, cluster_id: str, src: pa.Table, keys: dict[str, pa.Array], target: pa.Array | None,
@@ -80,10 +89,11 @@ def _rows(entity: Entity, cluster_id: str, src: pa.Table, keys: dict[str, pa.Arr
     """``src`` as rows of ``entity``, split by bucket (a null ``route``: every bucket)."""
     if not src.num_rows:
         return []
-    table = _table(entity, cluster_id, src, keys, target)
     if route is None:
+        table = _table(entity, cluster_id, src, keys, target)
         return [(b, table) for b in range(buckets)]
-    at = _buckets(cluster_id, route, buckets)
+    hashes = _hashes(cluster_id, route)
+    table, at = _table(entity, cluster_id, src, keys, target, hashes), hashes % buckets
     order = np.argsort(at, kind="stable")  # one take, then a slice per bucket
     table, at = table.take(pa.array(order)), at[order]
     return [(int(at[lo]), table.slice(lo, hi - lo)) for lo, hi in runs(at)]
@@ -161,7 +171,7 @@ def epoch_starts(cluster_id: str, starts: list[tuple[int, int, int]]) -> pa.Tabl
                     "epoch": pa.array(epoch, pa.int32()),
                     "record_type": pa.repeat(pa.scalar(EPOCH_START), len(starts)),
                     "data": pa.repeat(pa.scalar("{}"), len(starts))})
-    return _table(E.CONTROLLER, cluster_id, src, {})
+    return _table(E.CONTROLLER, cluster_id, src, {}, hashes=np.full(len(starts), route_hash(cluster_id, ""), np.int64))
 
 
 def expand(entity: Entity, rows: pa.Table, at: np.ndarray, names: dict[str, str]

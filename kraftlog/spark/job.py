@@ -30,7 +30,7 @@ from kraftlog.spark.events import EVENTS_TABLE
 from kraftlog.spark.output import Output, open_output
 from kraftlog.spark.plan import Plan, Snapshot, plan
 from kraftlog.spark.sink import NotVisible
-from kraftlog.spark.timelines import history_schema
+from kraftlog.spark.timelines import WORKER_MEMORY, events_per_fold, history_schema
 from kraftlog.spark.transactions import Marker, transactions
 from kraftlog.state.rebuild import parse_time
 from kraftlog.wire.crc import IMPLEMENTATION as CRC_IMPLEMENTATION
@@ -60,6 +60,7 @@ class Options:
     report: str | None = None  # HTML file on the driver's filesystem; one per cluster when there are several
     overwrite: bool = False  # replace an existing output kraftlog did not write (see ``guard``)
     mode: str = "replace"  # or "append": the output keeps the rows of the runs it holds (see ``output``)
+    worker_memory: int = WORKER_MEMORY  # bytes a Python worker may hold (``timelines.events_per_fold``)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -280,7 +281,7 @@ def _run(spark: SparkSession, opts: Options, claim: guard.Claim) -> dict:
                 events[part["value"]].append(part)
             written = passes.by_kind(passes.timelines(spark, out.root, buckets, events,
                                                       {c: p.resets for c, p in plans.items()}, starts, names,
-                                                      opts.redact, run_id))
+                                                      opts.redact, run_id, events_per_fold(opts.worker_memory)))
             out.reported(written["part"])
             for e in entities.ENTITIES:
                 out.staged(e.table, _with_cluster(history_schema(e)), sum(n[e.table] for _, n in written["timeline"]))
@@ -353,7 +354,8 @@ def _manifest(spark: SparkSession, out: Output, opts: Options, inv: Inventory, r
         "mode": opts.mode,
         "options": {"at_offsets": opts.at_offsets, "at_times": opts.at_times,
                     "every_checkpoint": opts.every_checkpoint, "redact": opts.redact, "report": opts.report,
-                    "max_batch_bytes": opts.limits.max_batch_bytes, "max_decompressed": opts.limits.max_decompressed},
+                    "max_batch_bytes": opts.limits.max_batch_bytes, "max_decompressed": opts.limits.max_decompressed,
+                    "worker_memory": opts.worker_memory},
         "versions": {"kraftlog": __version__, "pyspark": pyspark.__version__, "python": sys.version.split()[0],
                      "crc32c": CRC_IMPLEMENTATION},
         "master": spark.conf.get("spark.master", None),

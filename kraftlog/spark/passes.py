@@ -32,6 +32,7 @@ from kraftlog.spark.plan import Reset, Snapshot
 from kraftlog.spark.session import arrow_table
 from kraftlog.spark.sink import NotVisible, Parts, recording
 from kraftlog.spark.timelines import fold_bucket
+from kraftlog.spark.weights import deal
 
 
 def _sizes(inv: Inventory, keep: Collection[int] | None = None) -> dict[int, int]:
@@ -58,18 +59,6 @@ def tasks(total_bytes: int) -> int:
     return max(MIN_TASKS, -(-total_bytes // TASK_BYTES))
 
 
-def _groups(weights: dict[int, int], count: int) -> list[list[int]]:
-    """Task ids dealt into ``count`` groups of about equal weight, heaviest first (so the last
-    tasks to start are small ones)."""
-    groups: list[tuple[int, list[int]]] = [(0, []) for _ in range(min(count, len(weights)))]
-    for task in sorted(weights, key=lambda t: (-weights[t], t)):
-        load, members = groups.pop(0)
-        members.append(task)
-        groups.append((load + weights[task], members))
-        groups.sort(key=lambda g: g[0])
-    return sorted((m for _, m in groups), key=lambda m: -sum(weights[t] for t in m))
-
-
 #: What a Spark task returns: its notes, and a ``part`` note per file it wrote (see ``sink.recording``).
 NOTES = "file_id long, kind string, body string"
 
@@ -81,7 +70,7 @@ def _over_groups(spark: SparkSession, weights: dict[int, int], work, count: int 
     (a range of group ids mapped by ``mapInArrow``): the same on classic Spark and Spark Connect."""
     if not weights:
         return []
-    groups = _groups(weights, count or tasks(sum(weights.values())))
+    groups = deal(weights, count or tasks(sum(weights.values())))
 
     def run(batches):
         for batch in batches:
@@ -183,12 +172,14 @@ def finish(spark: SparkSession, inv: Inventory, want: dict[int, list[tuple[int, 
 
 def timelines(spark: SparkSession, root: str, buckets: int, events: dict[int, list[dict]],
               resets: dict[str, list[Reset]], epochs: dict[str, list[tuple[int, int, int]]], names: dict[str, str],
-              redact: bool, run_id: str) -> list[Note]:
-    """Every timeline table, one task per bucket of events; ``events``: the staged parts of each
-    bucket, as the tasks that wrote them reported them."""
+              redact: bool, run_id: str, per_fold: int) -> list[Note]:
+    """Every timeline table, one task per bucket of events, at most ``per_fold`` events of it at
+    once (``fold_bucket``); ``events``: the staged parts of each bucket, as the tasks that wrote them
+    reported them."""
     weights = {b: 1 + sum(p["bytes"] for p in events.get(b, [])) for b in range(buckets)}
     return _over_tasks(spark, weights, lambda b: [(b, "timeline", json.dumps(
-        fold_bucket(root, b, events.get(b, []), buckets, resets, epochs, names, redact, run_id)))], buckets)
+        fold_bucket(root, b, events.get(b, []), buckets, resets, epochs, names, redact, run_id, per_fold)))],
+        buckets)
 
 
 def by_kind(notes: list[Note]) -> dict[str, list[tuple[int, object]]]:

@@ -23,7 +23,7 @@ object is visible whole once written, so no temporary name either.
 import re
 import socket
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import pyarrow as pa
@@ -104,7 +104,7 @@ class Sink:
         self.schema = schema
         self.rows = 0
         self.pending: list[pa.RecordBatch] = []
-        self.pending_rows = 0
+        self.pending_rows = self.pending_bytes = 0
         if staged:
             self.stream = fs.open_output_stream(self.tmp)
             self.writer = ipc.new_file(self.stream, schema, options=ipc.IpcWriteOptions(compression="lz4"))
@@ -121,6 +121,7 @@ class Sink:
         if batch.num_rows:
             self.pending.append(batch)
             self.pending_rows += batch.num_rows
+            self.pending_bytes += batch.nbytes
             self.rows += batch.num_rows
             if self.pending_rows >= ROW_GROUP:
                 self._flush()
@@ -131,7 +132,7 @@ class Sink:
                 self.writer.write_table(pa.Table.from_batches(self.pending, self.schema), row_group_size=ROW_GROUP)
             else:  # one batch: a batch's buffers are compressed and read back one by one
                 self.writer.write_batch(pa.concat_batches(self.pending) if len(self.pending) > 1 else self.pending[0])
-            self.pending, self.pending_rows = [], 0
+            self.pending, self.pending_rows, self.pending_bytes = [], 0, 0
 
     def close(self) -> int:
         self._flush()
@@ -168,11 +169,14 @@ def recording() -> Iterator[list[dict]]:
 STAGED = "arrow"
 
 
-def read_staged(root: str, path: str) -> pa.Table:
-    """One part of a staged table (``<table>/part-<x>``, no suffix); a missing one is an error."""
+def read_staged(root: str, path: str) -> Iterator[pa.RecordBatch]:
+    """The batches of one part of a staged table (``<table>/part-<x>``, no suffix), one at a time (a
+    part is as big as the file it was decoded from); a missing one is an error."""
     fs, base = filesystem(root)
     with fs.open_input_file(f"{base}/{path}.{STAGED}") as source:
-        return ipc.open_file(source).read_all()
+        reader = ipc.open_file(source)
+        for i in range(reader.num_record_batches):
+            yield reader.get_batch(i)
 
 
 class NotVisible(RuntimeError):
@@ -185,19 +189,23 @@ def not_visible(part: dict, task: int, reader: str) -> str:
             "executors and driver do not share this output's storage; use a shared filesystem for --output")
 
 
-def read_staged_parts(root: str, parts: list[dict], schema: pa.Schema) -> pa.Table:
-    """Exactly the staged parts reported (``recording``'s entries, each with the ``task`` that wrote
-    it), as one table (of ``schema`` if there are none); a part this task cannot read fails it, naming the part's writer and path."""
-    fs, base = filesystem(root)
-    tables = []
+def staged_batches(root: str, parts: list[dict]) -> Iterator[pa.RecordBatch]:
+    """The batches of exactly the staged parts reported (``recording``'s entries, each with the
+    ``task`` that wrote it), one at a time; a part this task cannot read fails it, naming the part's
+    writer and path."""
     for p in sorted(parts, key=lambda p: p["path"]):
         try:
-            with fs.open_input_file(f"{base}/{p['path']}") as source:
-                tables.append(ipc.open_file(source).read_all())
+            yield from read_staged(root, p["path"].removesuffix(f".{STAGED}"))
         except FileNotFoundError:
-            raise FileNotFoundError(not_visible({**p, "path": f"{base}/{p['path']}"}, p["task"],
+            raise FileNotFoundError(not_visible({**p, "path": f"{filesystem(root)[1]}/{p['path']}"}, p["task"],
                                                 f"the task on host {HOST}")) from None
-    return pa.concat_tables(tables) if tables else schema.empty_table()
+
+
+def read_staged_parts(root: str, parts: list[dict], schema: pa.Schema,
+                      keep: Callable[[pa.RecordBatch], pa.RecordBatch] = lambda rows: rows) -> pa.Table:
+    """``staged_batches`` as one table of ``schema``, with the rows ``keep`` keeps of each batch (so
+    that what is left out is never held all at once)."""
+    return pa.Table.from_batches([keep(b) for b in staged_batches(root, parts)], schema)
 
 
 class Parts:
@@ -205,15 +213,29 @@ class Parts:
     from many input files (a fleet's snapshots are thousands of small files) or go to many buckets."""
 
     def __init__(self, root: str, table: str, schema: pa.Schema, part: str, staged: bool = False,
-                 column: str = "cluster_id") -> None:
+                 column: str = "cluster_id", pending_bytes: int | None = None) -> None:
         self.root, self.table, self.schema, self.part = root, table, schema, part
         self.staged, self.column = staged, column
         self.sinks: dict[object, Sink] = {}
+        self.most, self.pending = pending_bytes, 0
 
     def of(self, value: object) -> Sink:
         if value not in self.sinks:
             self.sinks[value] = Sink(self.root, self.table, self.schema, self.part, value, self.staged, self.column)
         return self.sinks[value]
+
+    def write(self, value: object, batch: pa.RecordBatch) -> None:
+        """``batch`` into ``value``'s file; every file's rows written out once they hold more than
+        ``pending_bytes`` together (a task writing to many buckets would hold each one's rows, and
+        the batches they are slices of, until it has a row group's worth)."""
+        sink = self.of(value)
+        before = sink.pending_bytes
+        sink.write(batch)
+        self.pending += sink.pending_bytes - before
+        if self.most is not None and self.pending > self.most:
+            for s in self.sinks.values():
+                s._flush()
+            self.pending = 0
 
     def close(self) -> int:
         return sum(s.close() for s in self.sinks.values())
