@@ -65,9 +65,10 @@ def job(spark, fixtures, single, tmp_path_factory):  # noqa: F811
 
 
 def test_buckets_of_more_events_than_a_fold_takes_are_folded_in_parts(job):
-    out, _ = job
+    out, manifest = job
     names = {p.name for p in (out / "partition_history").rglob("*.parquet")}
-    assert names and all(re.fullmatch(r"part-b\d+-\d+\.parquet", n) for n in names), names
+    run = re.escape(manifest["run_id"])
+    assert names and all(re.fullmatch(rf"part-b\d+-\d+-{run}\.parquet", n) for n in names), names
 
 
 def test_views_equal_local_replay_at_every_point(job, nodes):
