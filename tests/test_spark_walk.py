@@ -10,10 +10,10 @@ import pytest
 
 from conftest import NO_CORPUS, corpus_log_files
 from kraftlog.files import storage
+from kraftlog.files import walk as walk_module
 from kraftlog.files.reader import Limits, Region, read_log_stream
 from kraftlog.files.storage import Source
-from kraftlog.spark import walk as walk_module
-from kraftlog.spark.walk import HEADER_LAYOUT, WINDOW, walk, walk_source
+from kraftlog.files.walk import HEADER_LAYOUT, WINDOW, walk, walk_source
 from kraftlog.wire.batch import CRC_START, HEADER_SIZE, TIMESTAMP_TYPE_BIT, Record, encode_batch
 from kraftlog.wire.codecs import GZIP
 from kraftlog.wire.crc import crc32c
