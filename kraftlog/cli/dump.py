@@ -12,15 +12,18 @@ from operator import attrgetter
 from pathlib import Path
 from typing import TextIO
 
+import numpy as np
+
 from kraftlog.cli import main, progress, render
 from kraftlog.files.paths import LogFile, classify, log_files_under
 from kraftlog.files.reader import FileChangedError, Limits, Region, open_regular, read_log_file
 from kraftlog.files.records import iter_entries, unreadable
+from kraftlog.files.walk import walk_file
 from kraftlog.schema import MetadataRecord, decode_control, decode_metadata, entity_of
 from kraftlog.schema.control import BY_ID as CONTROL_TYPES
 from kraftlog.schema.metadata import BY_API_KEY, BY_TYPE_NAME
 from kraftlog.schema.redact import hides_value, redact
-from kraftlog.wire.batch import Batch, Record
+from kraftlog.wire.batch import CONTROL_BIT, LOG_OVERHEAD, Batch, Record
 
 
 @dataclass(slots=True)
@@ -314,6 +317,8 @@ def dump_file(lf: LogFile, out: TextIO, opts: DumpOptions, stats: "Stats | None"
         out.write("\n".join(render.file_header_text(lf)) + "\n")
     out.flush()
     metadata = {"metadata": True, "raw": False}.get(opts.decoder, lf.is_metadata)
+    if quiet and metadata and not opts.filtering and _stats_walked(lf, opts.limits, s, stats):
+        return s
     sniffed = opts.decoder != "auto" or lf.is_metadata
     memo: dict = {}
     where = lf.path.name
@@ -389,6 +394,46 @@ def dump_file(lf: LogFile, out: TextIO, opts: DumpOptions, stats: "Stats | None"
     return s
 
 
+def _stats_walked(lf: LogFile, limits: Limits, s: FileSummary, stats: "Stats") -> bool:
+    """``--stats`` of a metadata file, every record kept, counted from the columnar walk
+    (``files.walk``): each distinct record read once and counted as often as it occurs. False, with
+    nothing counted, for a file that is not local, not all whole CRC-valid batches read without
+    error, or not the size it had when opened: the reader then counts it and says what is wrong."""
+    if not isinstance(lf.path, Path):
+        return False
+    sizes, stamps = [], []
+    kept: list[tuple[object, int]] = []  # (record or None, count), in the order records come
+    try:
+        for w in walk_file(lf.path, limits):
+            if w.regions or not w.crc_valid.all() or w.errors.count(None) != w.count:
+                return False
+            h = w.header
+            sizes.append(h["batchLength"] + LOG_OVERHEAD)
+            stamps.append(h["maxTimestamp"])
+            control = ((h["attributes"] & CONTROL_BIT) != 0)[w.rec_batch]
+            keys, first, counts = np.unique(w.rec_kv * 2 + control, return_index=True, return_counts=True)
+            for _, k, n in sorted(zip(first.tolist(), keys.tolist(), counts.tolist(), strict=True)):
+                key, value = w.kv[k >> 1]
+                kept.append((decode_control(key or b"", value or b"") if k & 1 else
+                             None if value is None else decode_metadata(value), n))
+    except (OSError, FileChangedError):
+        return False
+    size = np.concatenate(sizes) if sizes else np.zeros(0, np.int64)
+    if int(size.sum()) != s.bytes:
+        return False
+    s.batches, s.valid_bytes = len(size), s.bytes
+    for rec, n in kept:
+        s.records += n
+        if isinstance(rec, MetadataRecord) and rec.decoded_as is not None:
+            s.newer[rec.newer_note] = s.newer.get(rec.newer_note, 0) + n
+        if rec is not None and rec.error:
+            s.undecodable += n
+            s.errors += n
+        stats.add_record(rec, n)
+    stats.add_batches(size, np.concatenate(stamps) if stamps else size)
+    return True
+
+
 class Stats:
     """Counts by record type and version, batch sizes, time span and NoOp share, in bounded memory."""
 
@@ -401,10 +446,27 @@ class Stats:
         self.first_ms: int | None = None
         self.last_ms: int | None = None
 
-    def add_record(self, rec) -> None:
-        self.records += 1
+    def add_record(self, rec, n: int = 1) -> None:
+        self.records += n
         key = ("RAW", 0) if rec is None else (rec.type, getattr(rec, "version", 0))
-        self.types[key] += 1
+        self.types[key] += n
+
+    def add_batches(self, sizes: np.ndarray, max_timestamps: np.ndarray) -> None:
+        """``add_batch`` of batches given as columns of their sizes and maxTimestamps."""
+        if not len(sizes):
+            return
+        self.batches += len(sizes)
+        self.bytes += int(sizes.sum())
+        low, high = int(sizes.min()), int(sizes.max())
+        self.size_min = low if self.size_min is None else min(self.size_min, low)
+        self.size_max = max(self.size_max, high)
+        for size, n in zip(*(a.tolist() for a in np.unique(sizes, return_counts=True)), strict=True):
+            self.size_buckets[1 << (size - 1).bit_length()] += n
+        timed = max_timestamps[max_timestamps > 0]
+        if len(timed):
+            lo, hi = int(timed.min()), int(timed.max())
+            self.first_ms = lo if self.first_ms is None else min(self.first_ms, lo)
+            self.last_ms = hi if self.last_ms is None else max(self.last_ms, hi)
 
     def add_batch(self, batch: Batch) -> None:
         self.batches += 1

@@ -186,25 +186,28 @@ def _resync(window: _Window, start: int, limits: Limits) -> int:
 
 
 def read_log_file(
-    path: "str | os.PathLike | Remote", limits: Limits = Limits(), *, records: bool = True, skip_before: int = -1
+    path: "str | os.PathLike | Remote", limits: Limits = Limits(), *, records: bool = True, skip_before: int = -1,
+    at: int = 0,
 ) -> Iterator[Batch | Region]:
     """Yield the batches and unreadable regions of one file, in file order.
 
     The file is opened read-only and no lock is taken, so a live broker's directory can be read. A
     ``storage.Remote`` (a file of an object store or HDFS) is read through the storage layer.
     ``records=False`` reads headers and CRCs only; so do batches that end before ``skip_before``.
-    Only the bytes it had when opened are read; a file gone before it is opened, or ending before
+    ``at``: the position of a batch the reader reached from the start through whole CRC-valid batches
+    (what it yields from there is what it would yield after them). Only the bytes it had when opened are read; a file gone before it is opened, or ending before
     that size while read (a broker's retention or truncation) raises ``FileChangedError``, and one
     that is not a regular file ``NotRegularFileError`` (it is opened without blocking, so a FIFO
     cannot hang the read).
     """
     if isinstance(path, Remote):  # through pyarrow.fs, in ranged reads (see ``storage``)
         with Source(path) as src:
-            yield from read_log_stream(src.stream(0), src.size, limits, records=records, skip_before=skip_before)
+            yield from read_log_stream(src.stream(0), src.size, limits, records=records, skip_before=skip_before,
+                                       at=at)
         return
     with open_regular(path) as f:
         yield from read_log_stream(f, os.fstat(f.fileno()).st_size, limits, records=records,
-                                   skip_before=skip_before)
+                                   skip_before=skip_before, at=at)
 
 
 def open_regular(path: str | os.PathLike):
@@ -238,13 +241,13 @@ def file_size(path: str | os.PathLike) -> int:
 
 
 def read_log_stream(
-    f, size: int, limits: Limits = Limits(), *, records: bool = True, skip_before: int = -1
+    f, size: int, limits: Limits = Limits(), *, records: bool = True, skip_before: int = -1, at: int = 0
 ) -> Iterator[Batch | Region]:
     """``read_log_file`` over an open binary file object of known size."""
     window = _Window(f, size)
     max_length = limits.max_batch_bytes - LOG_OVERHEAD
     unpack_prefix = _PREFIX.unpack_from
-    pos = 0
+    pos = at
     while pos < size:
         # the common case first: a sane v2 header and the whole batch inside the current window
         buf, i = window.buf, pos - window.start
