@@ -193,6 +193,16 @@ def test_a_file_read_in_windows_walks_as_the_reader_reads_it(name, chunk, tmp_pa
     assert by_source(tmp_path / "f.log", limits, chunk, window=limits.max_batch_bytes) == by_reader(buf, limits)
 
 
+@pytest.mark.parametrize("name", list(ALL_SHAPES))
+def test_windows_smaller_than_a_batch(name, tmp_path):
+    """A window shorter than the batch it starts with is read again as long as that batch (the
+    commands walk in windows of a MiB, below the largest batch allowed); damage still goes to the reader."""
+    buf = ALL_SHAPES[name]
+    (tmp_path / "f.log").write_bytes(buf)
+    for window in (HEADER_SIZE, 200, 1000):
+        assert by_source(tmp_path / "f.log", Limits(), 5, window=window) == by_reader(buf), window
+
+
 @pytest.mark.skipif(not REAL_METADATA, reason=NO_CORPUS)
 def test_real_files_read_in_windows():
     for path in REAL_METADATA[:40]:

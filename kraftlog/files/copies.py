@@ -179,11 +179,12 @@ class Log:
                     yield e
                     continue
                 within = piece.hi - first + 1  # offsets of a run are consecutive
-                if len(e) > within:
-                    yield e.part(0, within)
-                    break
+                cut = len(e) > within
+                e = e.part(0, within) if cut else e
                 expected = e.last + 1
                 yield e
+                if cut:
+                    break
             if problems.stopped_at is not None:
                 return
 
