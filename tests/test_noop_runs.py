@@ -3,6 +3,7 @@
 the reader gives; replay over runs reaches the images replay over entries reaches."""
 
 import functools
+import importlib
 import io
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from kraftlog.files.logdir import find_nodes
 from kraftlog.files.paths import classify
 from kraftlog.files.reader import Limits
 from kraftlog.files.records import NoOps, ReadProblems, iter_entries, iter_items
+from kraftlog.report import write_report
 from kraftlog.state.replay import replay
 
 
@@ -160,3 +162,53 @@ def test_dump_stats_from_the_walk_are_the_readers(files, monkeypatch):
     for path in [*files, *corpus_log_files(metadata_only=True)[:10]]:
         assert stats(path, True) == stats(path, False), path
     assert walked.count(True) >= 4 and walked.count(False) == 3  # the damaged, cut and garbled copies
+
+
+def _odd_noops(tmp_path: Path) -> Path:
+    """NoOps whose epoch rises inside a run, one without a timestamp, runs across weeks (the report's
+    buckets widen inside a run), and NoOps inside a metadata transaction."""
+    from kraftlog.schema import encode_metadata
+    from kraftlog.wire.batch import Record, encode_batch
+
+    day = 86_400_000
+    start = 1_735_689_600_000
+    noop = encode_metadata("NO_OP_RECORD", 0, {})
+    plan = [(1, start), (1, start + 1000), (1, 0), (2, start + 2000), (2, start + 9 * day), (2, "BEGIN"),
+            (2, start + 9 * day + 1), (2, start + 9 * day + 2), (2, "END")]
+    plan += [(1, start + 9 * day + 3 + i * 3 * day) for i in range(12)] + [(3, start + 60 * day), (3, start + 61 * day)]
+    parts = []
+    for offset, (epoch, ts) in enumerate(plan):
+        value = noop
+        if ts in ("BEGIN", "END"):
+            kind = "BEGIN_TRANSACTION_RECORD" if ts == "BEGIN" else "END_TRANSACTION_RECORD"
+            value, ts = encode_metadata(kind, 0, {"name": "t"} if ts == "BEGIN" else {}), start + 9 * day
+        parts.append(encode_batch([Record(0, 0, None, value)], base_offset=offset, base_timestamp=ts,
+                                  partition_leader_epoch=epoch))
+    log_dir = tmp_path / "node"
+    (log_dir / "__cluster_metadata-0").mkdir(parents=True)
+    (log_dir / "meta.properties").write_text("version=1\ncluster.id=odd\nnode.id=1\n")
+    (log_dir / "__cluster_metadata-0" / "00000000000000000000.log").write_bytes(b"".join(parts))
+    return log_dir
+
+
+def test_report_and_replay_of_odd_noop_runs(tmp_path, monkeypatch, small_walks):
+    collect_module = importlib.import_module("kraftlog.report.collect")
+
+    log_dir = _odd_noops(tmp_path)
+    node = find_nodes(str(log_dir))[0]
+    pages = {}
+    for fast in (True, False):
+        monkeypatch.setattr(collect_module, "FAST_NOOPS", fast)
+        model = collect_module.collect(node, max_buckets=10)
+        write_report(model, tmp_path / f"{fast}.html")
+        pages[fast] = (tmp_path / f"{fast}.html").read_bytes()
+        assert [e.epoch for e in model.epochs] == [1, 2, 3] and model.untimed == 1 and model.records == 23
+    assert pages[True] == pages[False]
+    entries = list(Log.of(node).entries(0, Limits(), ReadProblems()))
+    for until in range(len(entries) + 1):
+        fast = replay(Log.of(node).entries(0, Limits(), ReadProblems(), runs=True), until=until)
+        slow = replay(iter(entries), until=until)
+        assert (fast.image.to_json(), fast.image.provenance, fast.open_transaction, fast.image.raft.leader_epoch,
+                fast.records, fast.last_read) == \
+            (slow.image.to_json(), slow.image.provenance, slow.open_transaction, slow.image.raft.leader_epoch,
+             slow.records, slow.last_read), until
