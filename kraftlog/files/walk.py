@@ -119,10 +119,18 @@ class _Records:
 _memo: dict[bytes, tuple[int, int, bytes | None, bytes | None]] = {}
 
 
+def _rows(u8: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
+    """The ``width`` bytes at each of ``starts`` as rows, gathered from a view of every window of
+    ``width`` bytes (no index array of every byte: memory of the rows alone)."""
+    if not len(starts):
+        return np.zeros((0, width), np.uint8)
+    return np.lib.stride_tricks.sliding_window_view(u8, width)[starts]
+
+
 def _headers(u8: np.ndarray, positions: np.ndarray) -> dict[str, np.ndarray]:
     """Every ``BatchHeader`` field of the batches at ``positions``: their headers copied out as
     one block of rows, then each field read as a column of it."""
-    rows = u8[positions[:, None] + np.arange(HEADER_SIZE)]
+    rows = _rows(u8, positions, HEADER_SIZE)
     return {name: np.ascontiguousarray(rows[:, off : off + dt.itemsize]).view(dt)[:, 0].astype(dt.newbyteorder("="))
             for name, off, dt in HEADER_LAYOUT}
 
@@ -253,7 +261,7 @@ class _Local:
 
 
 def walk_file(path: "str | os.PathLike", limits: Limits = Limits(), want: list[tuple[int, int]] | None = None,
-              chunk: int = 4096, window: int = 1 << 20) -> Iterator[Walk]:
+              chunk: int = 8192, window: int = 1 << 20) -> Iterator[Walk]:
     """``walk_source`` over a local file opened as the reader opens it (``reader.open_regular``: an
     ``OSError`` for one that is not a regular file), read as the reader reads it. The defaults keep
     a command's memory near the reader's: a MiB of the file, a few MB of columns."""
@@ -341,7 +349,7 @@ def _fast_records(buf: bytes, w: Walk, slow: _Records, limits: Limits, wanted: n
     u8 = np.frombuffer(buf, np.uint8)
     for length in np.unique(size[small]).tolist():  # payloads of one length compared as byte rows
         at = np.flatnonzero(small & (size == length))
-        rows = u8[w.positions[at][:, None] + np.arange(HEADER_SIZE, HEADER_SIZE + length)]
+        rows = _rows(u8, w.positions[at] + HEADER_SIZE, length)
         distinct, first, inverse = np.unique(rows.view(np.dtype((np.void, length)))[:, 0], return_index=True,
                                              return_inverse=True)
         index = np.full(len(distinct), -1, np.int64)
