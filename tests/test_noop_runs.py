@@ -212,3 +212,11 @@ def test_report_and_replay_of_odd_noop_runs(tmp_path, monkeypatch, small_walks):
                 fast.records, fast.last_read) == \
             (slow.image.to_json(), slow.image.provenance, slow.open_transaction, slow.image.raft.leader_epoch,
              slow.records, slow.last_read), until
+
+
+def test_a_file_the_walk_cannot_open_is_the_readers_problem(tmp_path):
+    """A folder named like a segment: the walk gives way and the reader says why it cannot be read."""
+    seg = tmp_path / "__cluster_metadata-0" / "00000000000000000000.log"
+    seg.mkdir(parents=True)
+    items, fast, expected, slow = _both(classify(seg))
+    assert items == expected == [] and fast.messages == slow.messages and "cannot read" in fast.messages[0]
