@@ -101,26 +101,29 @@ def _walked(lf: LogFile, limits: Limits, start: int, until: int | None):
     want = None if start <= 0 and until is None else [(max(start, 0), end)]
     resume = 0
     walks = walk_file(lf.path, limits, want)
-    while True:
-        try:
-            w = next(walks, None)
-        except OSError:  # the reader meets it again, and says what it is
-            return resume
-        if w is None:
-            return None
-        h = w.header
-        base = h["baseOffset"]
-        stop = int(np.argmax(base > end)) if until is not None and (base > end).any() else w.count
-        limit = int(w.positions[stop]) if stop < w.count else 1 << 62
-        if (any(r.position < limit for r in w.regions) or not w.crc_valid[:stop].all()
-                or w.errors[:stop].count(None) != stop):
-            return resume
-        if stop < w.count:
+    try:
+        while True:
+            try:
+                w = next(walks, None)
+            except OSError:  # the reader meets it again, and says what it is
+                return resume
+            if w is None:
+                return None
+            h = w.header
+            base = h["baseOffset"]
+            stop = int(np.argmax(base > end)) if until is not None and (base > end).any() else w.count
+            limit = int(w.positions[stop]) if stop < w.count else 1 << 62
+            if (any(r.position < limit for r in w.regions) or not w.crc_valid[:stop].all()
+                    or w.errors[:stop].count(None) != stop):
+                return resume
+            if stop < w.count:
+                yield from _items(w, stop, start)
+                return None
             yield from _items(w, stop, start)
-            return None
-        yield from _items(w, stop, start)
-        if w.count:
-            resume = int(w.positions[-1]) + int(h["batchLength"][-1]) + LOG_OVERHEAD
+            if w.count:
+                resume = int(w.positions[-1]) + int(h["batchLength"][-1]) + LOG_OVERHEAD
+    finally:
+        walks.close()  # the file, at once
 
 
 def _items(w, stop: int, start: int) -> Iterator[Entry | NoOps]:
