@@ -161,7 +161,7 @@ def test_dump_stats_from_the_walk_are_the_readers(files, monkeypatch):
 
     for path in [*files, *corpus_log_files(metadata_only=True)[:10]]:
         assert stats(path, True) == stats(path, False), path
-    assert walked.count(True) >= 4 and walked.count(False) == 3  # the damaged, cut and garbled copies
+    assert walked.count(True) >= 2 and walked.count(False) == 3  # the damaged, cut and garbled copies
 
 
 def _odd_noops(tmp_path: Path) -> Path:
