@@ -19,7 +19,7 @@ MODULES = ("clients/src/main/java/org/apache/kafka/common/config/", "server/", "
            "raft/", "metadata/", "core/src/main/")
 _CONST = re.compile(r'String\s+([A-Z][A-Z0-9_]*)\s*=\s*((?:"[^"]*"|[A-Za-z_][\w.]*)(?:\s*\+\s*(?:"[^"]*"|[A-Za-z_][\w.]*))*)\s*;')
 _VAL = re.compile(r'val\s+([A-Z][A-Z0-9_]*)\s*(?::\s*String)?\s*=\s*((?:"[^"]*"|[A-Za-z_][\w.]*)(?:\s*\+\s*(?:"[^"]*"|[A-Za-z_][\w.]*))*)\s*$', re.M)
-_DEFINE = re.compile(r'\.define(?:Internal)?\(\s*([A-Za-z_][\w.]*|"[^"]*")\s*,\s*(?:(?:ConfigDef\.)?Type\.)?([A-Z]+)\b')
+_DEFINE = re.compile(r'\.\s*define(?:Internal)?\(\s*([A-Za-z_][\w.]*|"[^"]*")\s*,\s*(?:(?:ConfigDef\.)?Type\.)?([A-Z]+)\b')
 
 
 def sources(git_dir: str, rev: str) -> dict[str, str]:

@@ -287,11 +287,12 @@ def s3(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def spark_connect(tmp_path_factory):
+def spark_connect(tmp_path_factory, s3):
     """A Spark Connect server (``local[2]``, pyspark's own ``spark-connect`` jar) on 127.0.0.1 for the
     whole session: its ``sc://127.0.0.1:PORT`` URL. Its Python workers run this venv's Python without
     the editable install's finder, so kraftlog reaches them only as a client ships it
-    (``spark.addArtifacts(zip, pyfile=True)``), as on a shared Connect cluster."""
+    (``spark.addArtifacts(zip, pyfile=True)``), as on a shared Connect cluster. The server's
+    environment holds the ``s3`` server's settings, as a managed Connect cluster holds its store's."""
     _need("run Java (the Spark Connect server)", ["java", "-version"])
     if not list((SPARK_HOME / "jars").glob("spark-connect_*.jar")):
         pytest.skip(f"pyspark {pyspark.__version__} ships no spark-connect jar in {SPARK_HOME / 'jars'}")
@@ -303,7 +304,7 @@ def spark_connect(tmp_path_factory):
         "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
         "--conf", "spark.ui.enabled=false", "--conf", f"spark.pyspark.python={PYTHON}",
         "--conf", "spark.sql.shuffle.partitions=4", "spark-internal"], work / "connect.log",
-        clean_env(PYTHONPATH=str(guard(work))), cwd=work)
+        clean_env(PYTHONPATH=str(guard(work)), **s3.env), cwd=work)
     try:
         port = server.wait_for(r"Spark Connect server started at: \S*?:(\d+)")[1]
         yield f"sc://127.0.0.1:{port}"
@@ -345,3 +346,19 @@ def delta_tables(uri: str, names: list[str], roots: dict[str, str]) -> dict[str,
 
     return {n: _rows(DeltaTable(f"{uri}/{n}", storage_options=storage_options(uri)).to_pyarrow_table(), roots)
             for n in names}
+
+
+def same_delta_tables(here: Path, local: Path, there: str, inputs: str, s3: S3) -> None:
+    """The Delta tables at ``there`` hold the rows of the Parquet tables at ``here``; the manifest,
+    written last, names each table's Delta version; nothing of the run's staging is left."""
+    from kraftlog.spark.job import TABLES
+
+    mine = tables(here, {"ROOT": str(local.resolve())})
+    theirs = delta_tables(there, sorted(mine), {"ROOT": inputs})
+    assert set(TABLES) == set(mine) and len(mine) > 10
+    for name in mine:
+        assert mine[name] == theirs[name], name
+    bucket, _, prefix = there.removeprefix("s3://").partition("/")
+    manifest = json.loads(s3.client().get_object(Bucket=bucket, Key=f"{prefix}/_manifest.json")["Body"].read())
+    assert set(manifest["delta_versions"]) == set(TABLES)
+    assert not [k for k in s3.keys(there) if k.startswith("_staging-")]

@@ -71,6 +71,9 @@ def _special_batches(tmp_path: Path) -> Path:
         encode_batch(noop, base_offset=8, base_timestamp=START_MS + 9),
         encode_batch(noop, base_offset=9, base_timestamp=START_MS + 9, attributes=TIMESTAMP_TYPE_BIT,
                      max_timestamp=START_MS + 10),
+        # the same one-record batch twice (the second from one template for both lines), % in its text
+        *(encode_batch([Record(0, 0, None, NOOP, headers=((b"%s%%{}", b"%d"),))], base_offset=10 + k,
+                       base_timestamp=START_MS + 11 + k) for k in range(2)),
     ]
     path = tmp_path / "__cluster_metadata-0" / "00000000000000000000.log"
     path.parent.mkdir()
@@ -114,7 +117,8 @@ def test_dump_templates_tell_batch_kinds_apart(tmp_path, monkeypatch):
     assert [b["maxTimestamp"] for b in batches][:3] == [START_MS, START_MS + 7, START_MS + 2]
     assert batches[2]["deleteHorizonMs"] == START_MS + 2
     assert batches[3]["lastSequence"] == 0  # Integer.MAX_VALUE + 1 wraps to 0
-    assert batches[-1]["timestampType"] == "LogAppendTime" and batches[-1]["maxTimestamp"] == START_MS + 10
+    assert batches[-3]["timestampType"] == "LogAppendTime" and batches[-3]["maxTimestamp"] == START_MS + 10
+    assert [(x["offset"], x["headers"]) for x in lines if x["kind"] == "record"][-2:] == [(o, [["%s%%{}", "JWQ="]]) for o in (10, 11)]
 
 
 def test_template_with_a_sentinel_like_number_is_refused(tmp_path):

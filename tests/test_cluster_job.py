@@ -3,16 +3,15 @@ its tasks read inputs in object storage through the storage layer, and the job w
 output in object storage gives the tables of a local run."""
 
 import json
-from pathlib import Path
 
 import pytest
 
-from cluster_support import delta_tables, run_job, s3, spark_cluster, tables  # noqa: F401
+from cluster_support import run_job, s3, same_delta_tables, spark_cluster  # noqa: F401
 from kraftlog.files.storage import Source
 from kraftlog.files.walk import walk
 from kraftlog.spark import guard
 from kraftlog.spark.discover import discover
-from kraftlog.spark.job import TABLES, Options, run
+from kraftlog.spark.job import Options, run
 from kraftlog.spark.sink import STAGING
 from spark_support import fixtures, spark  # noqa: F401
 
@@ -78,22 +77,7 @@ def test_the_job_on_the_cluster_with_input_and_output_in_s3_gives_the_local_tabl
     proc = spark_cluster.job("--input", "s3a" + uri[2:], "--output", f"{bucket}/out", "--at-offset", "1000",
                              env=s3.env, conf=s3.spark_conf())
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-    _same_tables(tmp_path / "local", local, f"{bucket}/out", "s3a" + uri[2:], s3)
-
-
-def _same_tables(here: Path, local: Path, there: str, inputs: str, s3) -> None:  # noqa: F811
-    """The Delta tables at ``there`` hold the rows of the Parquet tables at ``here``; the manifest,
-    written last, names each table's Delta version; nothing of the run's staging is left."""
-    mine = tables(here, {"ROOT": str(local.resolve())})
-    theirs = delta_tables(there, sorted(mine), {"ROOT": inputs})
-    assert set(TABLES) == set(mine) and len(mine) > 10
-    for name in mine:
-        assert mine[name] == theirs[name], name
-    keys = s3.keys(there)
-    manifest = json.loads(s3.client().get_object(Bucket=there[5:].split("/")[0],
-                                                 Key=there[5:].split("/", 1)[1] + "/_manifest.json")["Body"].read())
-    assert set(manifest["delta_versions"]) == set(TABLES)
-    assert not [k for k in keys if k.startswith("_staging-")]
+    same_delta_tables(tmp_path / "local", local, f"{bucket}/out", "s3a" + uri[2:], s3)
 
 
 def test_a_local_run_with_output_in_s3_gives_the_local_tables_as_delta(spark, s3, fixtures, tmp_path):  # noqa: F811
@@ -106,7 +90,7 @@ def test_a_local_run_with_output_in_s3_gives_the_local_tables_as_delta(spark, s3
         assert proc.returncode == 0, proc.stderr[-3000:]
         versions.append(json.loads(s3.client().get_object(Bucket="local-job", Key="out/_manifest.json")["Body"].read()))
     first, second = versions
-    _same_tables(tmp_path / "local", local, out, str(local), s3)
+    same_delta_tables(tmp_path / "local", local, out, str(local), s3)
     assert {t: v - 1 for t, v in second["delta_versions"].items()} == first["delta_versions"]
     import polars as pl
 
@@ -140,3 +124,59 @@ def test_an_object_store_prefix_kraftlog_did_not_write_is_refused_and_stale_stag
         guard.claim(out, ["/in"])
     with guard.claim(out, ["/in"], overwrite=True) as held:
         assert held.removed == [f"{out}/{later}"] and "other/x" in s3.keys(out)
+
+
+def test_parts_killed_runs_wrote_into_delta_tables_go_with_their_staging_unless_a_commit_names_them(s3, capfd):  # noqa: F811
+    """A run killed before its commits leaves Parquet parts in the tables' folders that no Delta
+    version names; the next run removes them with the run's staging. A run killed between its commits
+    keeps the parts its commits name (that version reads them); a later run's are not touched."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from deltalake import DeltaTable, Schema
+    from deltalake.transaction import AddAction, CommitProperties, create_table_with_add_actions
+
+    from kraftlog.files.storage import filesystem
+    from kraftlog.spark.output import storage_options
+
+    out = s3.bucket("orphans") + "/out"
+    fs, base = filesystem(out)
+    done, before, between = guard.new_run_id(), guard.new_run_id(), guard.new_run_id()
+    manifest = {"run_id": done, "versions": {"kraftlog": "x"}, "counts": {"records": 1, "batches": 1}}
+    s3.client().put_object(Bucket="orphans", Key="out/_manifest.json", Body=json.dumps(manifest).encode())
+    schema = Schema.from_arrow(pa.schema([("x", pa.int64()), ("cluster_id", pa.string())]))
+
+    def part(table: str, run_id: str) -> str:
+        path = f"{table}/cluster_id=c/part-g0-{run_id}.parquet"
+        pq.write_table(pa.table({"x": [1]}), f"{base}/{path}", filesystem=fs)
+        return path
+
+    def commit(table: str, run_id: str) -> None:
+        path = part(table, run_id)
+        adds = [AddAction(path.split("/", 1)[1], fs.get_file_info(f"{base}/{path}").size, {"cluster_id": "c"}, 0, True,
+                          json.dumps({"numRecords": 1}))]
+        props = CommitProperties(custom_metadata={"kraftlog.run_id": run_id})
+        if DeltaTable.is_deltatable(f"{out}/{table}", storage_options=storage_options(out)):
+            DeltaTable(f"{out}/{table}", storage_options=storage_options(out)).create_write_transaction(
+                adds, mode="append", schema=schema, partition_by=["cluster_id"], commit_properties=props)
+        else:
+            create_table_with_add_actions(f"{out}/{table}", schema, adds, mode="error", partition_by=["cluster_id"],
+                                          storage_options=storage_options(out), commit_properties=props)
+
+    for table in ("records", "batches"):
+        commit(table, done)
+        part(table, before)
+    commit("records", between)
+    part("batches", between)
+    for run_id in (before, between):
+        s3.client().put_object(Bucket="orphans", Key=f"out/{STAGING}{run_id}/decoded/part-1.arrow", Body=b"x")
+    with guard.claim(out, ["/in"]) as held:
+        assert held.removed == [f"{out}/{STAGING}{before}", f"{out}/{STAGING}{between}"]
+        later = guard.new_run_id()  # a run that started after this one: not touched by it
+        part("records", later)
+        s3.client().put_object(Bucket="orphans", Key=f"out/{STAGING}{later}/x", Body=b"x")
+        assert guard._remove_stale_remote(out, held.run_id) == []
+    assert sorted(k for k in s3.keys(out) if k.endswith(".parquet")) == sorted([
+        f"batches/cluster_id=c/part-g0-{done}.parquet", f"records/cluster_id=c/part-g0-{between}.parquet",
+        f"records/cluster_id=c/part-g0-{done}.parquet", f"records/cluster_id=c/part-g0-{later}.parquet"])
+    assert f"kraftlog: removed 3 parts that those runs wrote into {out} and no commit names" in capfd.readouterr().err
+    assert DeltaTable(f"{out}/records", storage_options=storage_options(out)).to_pyarrow_table().num_rows == 2

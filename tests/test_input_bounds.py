@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from kraftlog.cli import render
 from kraftlog.cli.main import main
 from kraftlog.cli.render import printable
 from kraftlog.files.reader import DEFAULT_MAX_RECORDS_PER_BATCH, Limits, read_log_stream
@@ -87,6 +88,15 @@ def test_printable_escapes_every_control_character():
     assert printable("a\nb\tc") == "a\\u000Ab\\u0009c"
     assert printable("a\nb\tc\x1b", lines=True) == "a\nb\tc\\u001B"
     assert printable("plain text, ünïcode") == "plain text, ünïcode"
+
+
+def test_printable_escapes_every_character_whatever_its_neighbours():
+    """``printable`` passes text that ``str.isprintable`` accepts without its patterns: every character
+    they match must be one isprintable refuses, alone and inside longer text, in either mode."""
+    for code in range(0x110000):
+        c = chr(code)
+        if render._UNSAFE.match(c):
+            assert printable("text " + c + " ünï\n", lines=c not in "\t\n") != "text " + c + " ünï\n", hex(code)
 
 
 def test_escape_sequences_from_the_log_never_reach_the_terminal(tmp_path):

@@ -3,9 +3,11 @@
 import io
 import struct
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kraftlog.files import reader
 from kraftlog.files.reader import Limits, Region, read_log_stream
 from kraftlog.wire.batch import Batch, Record, encode_batch
 
@@ -128,3 +130,58 @@ def test_any_mutation_is_accounted_for_and_never_raises(data):
         elif len(blob) >= pos + 12:
             struct.pack_into(">i", blob, pos + 8 - pos % 4, data.draw(st.integers(-(2**31), 2**31 - 1)))
     walk(bytes(blob))
+
+
+# --- runs of repeated batches (``reader._repeats``) -------------------------------------------------
+
+_NOOP = b"\x01\x14\x00\x00"
+
+
+def _noop(offset: int, ts: int, value: bytes = _NOOP, attributes: int = 0) -> bytes:
+    return encode_batch([Record(0, 0, None, value)], base_offset=offset, base_timestamp=ts, max_timestamp=ts + 7,
+                        partition_leader_epoch=offset % 3, attributes=attributes)
+
+
+def _items(data: bytes, **kw) -> list:
+    """What the reader yields, each batch as its fields (Batch has no equality of its own)."""
+    return [(b.position, b.header, b.crc_valid, b.error, b.records) if isinstance(b, Batch) else b
+            for b in read_log_stream(io.BytesIO(data), len(data), Limits(), **kw)]
+
+
+def _one_by_one(data: bytes, **kw) -> list:
+    """What the reader yields with runs turned off: every batch read by ``decode_batch_at``."""
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(reader, "_RUN_AFTER", 1 << 30)
+        return _items(data, **kw)
+
+
+def test_a_run_of_noops_is_read_as_one_and_as_the_batches_one_by_one(monkeypatch):
+    data = b"".join(_noop(i, 1_700_000_000_000 + 37 * i) for i in range(3000))
+    used = []
+    real = reader._repeats
+    monkeypatch.setattr(reader, "_repeats", lambda *a: used.append((r := real(*a))[0]) or r)
+    for kw in ({}, {"records": False}, {"skip_before": 1500}):
+        used.clear()
+        assert _items(data, **kw) == _one_by_one(data, **kw)
+        assert sum(used) > 2900  # the runs did read them
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_runs_read_what_the_batches_read_one_by_one(data):
+    """Runs broken by other values, LogAppendTime, flipped bits (CRCs), cut files and window ends."""
+    parts = []
+    for i in range(data.draw(st.integers(0, 120))):
+        kind = data.draw(st.sampled_from(["noop"] * 6 + ["other", "append"]))
+        value = _NOOP if kind != "other" else b"\x01\x14\x00\x00" + bytes([i % 2])
+        parts.append(_noop(i, 1_700_000_000_000 + data.draw(st.integers(0, 1 << 20)), value,
+                           8 if kind == "append" else 0))
+    blob = bytearray(b"".join(parts))
+    for _ in range(data.draw(st.integers(0, 3))):
+        if blob:
+            blob[data.draw(st.integers(0, len(blob) - 1))] ^= 1 << data.draw(st.integers(0, 7))
+    if blob and data.draw(st.booleans()):
+        del blob[data.draw(st.integers(0, len(blob) - 1)):]
+    kw = data.draw(st.sampled_from([{}, {"records": False}, {"skip_before": 40}]))
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(reader, "_WINDOW", data.draw(st.sampled_from([1 << 20, 997, 4096])))
+        assert _items(bytes(blob), **kw) == _one_by_one(bytes(blob), **kw)

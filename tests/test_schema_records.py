@@ -14,6 +14,7 @@ from kraftlog.schema import (
     encode_metadata,
     encode_record,
     message_of,
+    records,
 )
 
 # --- spec-level builders: independent of the code under test ---------------------------------
@@ -436,3 +437,15 @@ def test_unregister_controller_record_is_api_key_29():
     assert value == frame(29, 0) + i32(3000) + b"\x00"
     rec = ok(value)
     assert rec.type == "UNREGISTER_CONTROLLER_RECORD" and rec.data == {"controllerId": 3000}
+
+
+def test_small_values_decoded_again_are_the_same_record_and_the_memory_is_bounded():
+    values = [encode_metadata("FENCE_BROKER_RECORD", 0, {"id": i, "epoch": 7}) for i in range(records._SHARED_ENTRIES + 50)]
+    first = [decode_metadata(v) for v in values]
+    assert len(records._SHARED) <= records._SHARED_ENTRIES
+    again = [decode_metadata(v) for v in values]
+    assert again == first == [records._decode_metadata(v) for v in values]
+    assert [r.data for r in again] == [{"id": i, "epoch": 7} for i in range(len(values))]
+    assert decode_metadata(values[-1]) is decode_metadata(values[-1])
+    big = encode_metadata("TOPIC_RECORD", 0, {"name": "t" * 80, "topicId": "3ql6QVjQQWKGtGd-HqfNxA"})
+    assert decode_metadata(big) == decode_metadata(big) and big not in records._SHARED

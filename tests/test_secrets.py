@@ -30,7 +30,7 @@ def test_configs_kafka_does_not_define_as_plain_are_secret(name):
 
 
 @pytest.mark.parametrize("name", [
-    "retention.ms", "cleanup.policy", "min.insync.replicas", "log.retention.hours", "log.roll.ms",
+    "retention.ms", "cleanup.policy", "segment.bytes", "min.insync.replicas", "log.retention.hours", "log.roll.ms",
     "ssl.keystore.location", "listener.security.protocol.map", "metrics", "consumer.session.timeout.ms",
     "listener.name.internal.ssl.keystore.type", "listener.name.internal.scram-sha-256.sasl.login.class",
 ])

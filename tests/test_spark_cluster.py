@@ -12,7 +12,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from cluster_support import PYTHON, clean_env, spark_cluster, spark_connect  # noqa: F401
+from cluster_support import PYTHON, clean_env, s3, same_delta_tables, spark_cluster, spark_connect  # noqa: F401
 from conftest import REPO
 from kraftlog.spark import passes
 from kraftlog.spark.job import TABLES, Options, run
@@ -113,3 +113,26 @@ def test_spark_connect_gives_the_local_tables(spark_connect, shared_input, local
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads((out / "_manifest.json").read_text())["master"] is not None
     assert rows(out) == rows(local_run)
+
+
+def test_spark_connect_with_input_and_output_in_s3_gives_the_local_tables(spark_connect, s3, fixtures,  # noqa: F811
+                                                                          local_run_three, tmp_path):
+    """A Connect client on a machine that holds nothing: the inputs in a bucket, the tables Delta
+    tables in another, the tasks on the server reading and writing through the storage layer."""
+    local, here = local_run_three
+    uri = s3.upload(local, s3.bucket("connect-in") + "/three-nodes")
+    out = s3.bucket("connect-out") + "/tables"
+    env = clean_env(PYTHONPATH=str(REPO), **s3.env)
+    proc = subprocess.run([PYTHON, str(REPO / "jobs" / "kraft_metadata.py"), "--remote", spark_connect,
+                           "--input", uri, "--output", out, "--at-offset", "1000"],
+                          capture_output=True, text=True, timeout=900, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    same_delta_tables(here, local, out, uri, s3)
+
+
+@pytest.fixture(scope="module")
+def local_run_three(spark, fixtures, tmp_path_factory):  # noqa: F811
+    """``three-nodes`` with views at offset 1000, run on the tests' local session: its folder and tables."""
+    out = tmp_path_factory.mktemp("local-three") / "tables"
+    run(spark, Options(inputs=[str(fixtures / "three-nodes")], output=str(out), at_offsets=[1000]))
+    return fixtures / "three-nodes", out

@@ -2,11 +2,17 @@
 nodes of which one keeps an uncommitted tail, a fleet of three clusters): one run, then the views
 against the local replay at checkpoints, inside and after transactions and at a time."""
 
+import json
+import os
 import shutil
+import subprocess
 from collections import Counter
 
+import pyarrow.dataset as ds
 import pytest
 
+from cluster_support import clean_env, tables
+from conftest import REPO
 from kraftlog.files.coverage import compare_copies
 from kraftlog.files.logdir import find_nodes, scan_file
 from kraftlog.files.records import iter_entries
@@ -178,3 +184,49 @@ def test_a_log_whose_first_segment_retention_deleted(spark, fixtures, tmp_path):
     assert min(h["valid_from_offset"] for h in history) == 2733
     assert {h["change"] for h in history if h["valid_from_offset"] == 2733} == {"snapshot"}
     assert {h["change"] for h in history if h["valid_from_offset"] > 2733} >= {"changed"}
+
+
+#: Spark 3.5, the oldest Spark the job supports, in a venv of its own (``scripts/setup.sh`` makes it).
+SPARK35 = REPO / ".venv-spark35" / "bin" / "python"
+
+
+def _spark35(*args: str, **env: str) -> subprocess.CompletedProcess:
+    """``python -m kraftlog.spark args`` by pyspark 3.5 (a subprocess: this one has pyspark 4 loaded),
+    its Python workers in that venv too."""
+    if os.environ.get("KRAFTLOG_SKIP_SPARK35"):
+        pytest.skip("KRAFTLOG_SKIP_SPARK35 is set: no Spark 3.5 venv (scripts/setup.sh leaves it out)")
+    assert SPARK35.is_file(), f"no {SPARK35}: run scripts/setup.sh (or set KRAFTLOG_SKIP_SPARK35=1 to skip this)"
+    env = {**clean_env(PYTHONPATH=str(REPO)), "PYSPARK_PYTHON": str(SPARK35), "PYSPARK_DRIVER_PYTHON": str(SPARK35),
+           **env}
+    return subprocess.run([str(SPARK35), "-m", "kraftlog.spark", *args], capture_output=True, text=True,
+                          timeout=900, env=env)
+
+
+def test_spark_3_5_gives_the_tables_spark_4_gives(job, tmp_path):
+    """The job run by pyspark 3.5 with this run's options: every table equal row for row (``run_id``
+    aside), with the same Arrow schema."""
+    out, manifest = job
+    options = manifest["options"]
+    args = ["--master", "local[2]", "--input", *manifest["inputs"], "--output", str(tmp_path / "out")]
+    args += [a for o in options["at_offsets"] for a in ("--at-offset", str(o))]
+    args += [a for t in options["at_times"] for a in ("--at-time", t)]
+    args += ["--every-checkpoint"] * options["every_checkpoint"]
+    proc = _spark35(*args)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    theirs = json.loads((tmp_path / "out" / "_manifest.json").read_text())
+    assert theirs["versions"]["pyspark"].startswith("3.5.") and theirs["counts"] == manifest["counts"]
+    assert tables(tmp_path / "out", {}) == tables(out, {})
+    for name in TABLES:
+        schemas = [ds.dataset(o / name, format="parquet", partitioning="hive").schema for o in (out, tmp_path / "out")]
+        assert schemas[0].equals(schemas[1]), name
+
+
+def test_spark_connect_with_pyspark_3_5_is_refused_in_one_line(fixtures, tmp_path):  # noqa: F811
+    """3.5's Connect client cannot read the rows the job counts (``Observation``): refused before
+    any work, exit 2, nothing written."""
+    for how in (["--remote", "sc://127.0.0.1:1"], []):
+        proc = _spark35(*how, "--input", str(fixtures / "single-node"), "--output", str(tmp_path / "out"),
+                        **({} if how else {"SPARK_REMOTE": "sc://127.0.0.1:1"}))
+        assert proc.returncode == 2 and proc.stderr.startswith(
+            "kraftlog-spark: error: the job runs through Spark Connect with pyspark 4 only (this is pyspark 3.5.")
+        assert len(proc.stderr.splitlines()) == 1 and not (tmp_path / "out").exists()

@@ -24,9 +24,10 @@ pytestmark = pytest.mark.spark
 MOMENTS = (0.25, 0.6, 0.9)
 
 
-def _start(inp: Path, out: Path | str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
+def _start(inp: Path, out: Path | str, cwd: Path, env: dict[str, str] | None = None,
+           extra: tuple[str, ...] = ()) -> subprocess.Popen:
     return subprocess.Popen([PYTHON, str(REPO / "jobs" / "kraft_metadata.py"), "--master", "local[2]",
-                             "--input", str(inp), "--output", str(out), "--at-offset", "100"],
+                             "--input", str(inp), "--output", str(out), "--at-offset", "100", *extra],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
                             env=clean_env(PYTHONPATH=str(REPO), **(env or {})), cwd=cwd)
 
@@ -80,6 +81,31 @@ def test_a_driver_killed_at_any_moment_leaves_the_previous_output_whole(fixtures
     assert _state(out)[1] == before[1]
     print(f"whole run {whole:.1f} s; killed at {[round(m * whole, 1) for m in MOMENTS]} s; "
           f"staging left by the killed runs and removed by the next: {len(left)}")
+
+
+def test_a_driver_killed_appending_leaves_the_earlier_runs_whole(fixtures, tmp_path):  # noqa: F811
+    """Killed near its end (as it links the earlier output's files into staging, or swaps), an
+    appending run leaves the output holding the earlier runs as they were; the next one appends."""
+    out, append = tmp_path / "out", ("--mode", "append")
+    start = time.monotonic()
+    _finish(_start(fixtures / "single-node", out, tmp_path, extra=append))
+    whole = time.monotonic() - start
+    one = json.loads((out / "_manifest.json").read_text())["counts"]
+    before = _state(out)
+    proc = _start(fixtures / "single-node", out, tmp_path, extra=append)
+    time.sleep(0.9 * whole)
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert _state(out) == before, f"killed after {0.9 * whole:.1f} s of {whole:.1f}"
+    else:  # a faster run than the first: it published
+        _finish(proc)
+    _finish(_start(fixtures / "single-node", out, tmp_path, extra=append))
+    runs = json.loads((out / "_manifest.json").read_text())["runs"]
+    assert len(runs) in (2, 3) and _state(out)[1] == {t: n * len(runs) for t, n in one.items()}
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != ".out.lock") == ["out"]
+    print(f"append: whole run {whole:.1f} s; {'killed at' if len(runs) == 2 else 'published before'} "
+          f"{0.9 * whole:.1f} s")
 
 
 def _delta_state(store, out: str) -> tuple[dict, dict[str, tuple[int, list]]]:

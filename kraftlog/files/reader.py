@@ -12,6 +12,8 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import numpy as np
+
 from kraftlog.files.storage import Remote, Source
 from kraftlog.wire import codecs
 from kraftlog.wire.batch import (
@@ -21,11 +23,13 @@ from kraftlog.wire.batch import (
     HEADER_SIZE,
     HEADER_SIZE_UP_TO_MAGIC,
     LOG_OVERHEAD,
+    TIMESTAMP_TYPE_BIT,
     Batch,
+    Record,
     crc_of,
     decode_batch_at,
 )
-from kraftlog.wire.crc import crc32c
+from kraftlog.wire.crc import crc32c, crc32c_rows
 from kraftlog.wire.errors import KraftlogError
 
 _PREFIX = struct.Struct(">qiib")  # baseOffset, batchLength, partitionLeaderEpoch, magic
@@ -246,21 +250,43 @@ def read_log_stream(
     """``read_log_file`` over an open binary file object of known size."""
     window = _Window(f, size)
     max_length = limits.max_batch_bytes - LOG_OVERHEAD
-    unpack_prefix = _PREFIX.unpack_from
+    max_records, max_decompressed = limits.max_records_per_batch, limits.max_decompressed
+    unpack_prefix, unpack_header = _PREFIX.unpack_from, HEADER.unpack_from
     pos = at
+    last = None  # the batch just yielded, a run's template
+    streak, need = 0, _RUN_AFTER  # batches of its size in a row before it; how many before a run is tried
+    ahead = _RUN_AHEAD  # how many batches a run looks at: doubled while runs fill it
     while pos < size:
-        # the common case first: a sane v2 header and the whole batch inside the current window
+        # the common case first: a sane v2 header and the whole batch inside the current window,
+        # its header unpacked once and handed on
         buf, i = window.buf, pos - window.start
         if i >= 0 and i + HEADER_SIZE <= len(buf):
-            base, length, _epoch, magic = unpack_prefix(buf, i)
+            if streak >= need:
+                k, run = _repeats(buf, i, pos, last, records, skip_before, ahead)
+                if k:
+                    yield from run  # the template stays ``last``: the run's batches are like it
+                    pos += k * last.size
+                    need = _RUN_AFTER
+                    ahead = min(ahead * 2, _RUN_MOST) if k == ahead else _RUN_AHEAD
+                    continue
+                need, ahead = min(need * 2, _RUN_BACKOFF_MAX), _RUN_AHEAD
+                streak = 0
+            h = unpack_header(buf, i)
+            length = h[1]
             total = length + LOG_OVERHEAD
-            if magic == 2 and _MIN_BATCH_LENGTH <= length <= max_length and i + total <= len(buf):
-                wanted = records and (base >= skip_before or _last_offset(buf, i) >= skip_before)
-                batch = _decode(buf, i, pos, limits, wanted)
+            if h[3] == 2 and _MIN_BATCH_LENGTH <= length <= max_length and i + total <= len(buf):
+                if records and h[12] <= max_records and (h[0] >= skip_before or h[0] + h[6] >= skip_before):
+                    batch = decode_batch_at(buf, i, pos, max_decompressed, True, True, h)
+                else:
+                    wanted = records and (h[0] >= skip_before or h[0] + h[6] >= skip_before)
+                    batch = _decode(buf, i, pos, limits, wanted, h)
                 if batch.crc_valid or pos + total == size or _follows(window, pos + total, limits):
                     yield batch
                     pos += total
+                    streak = streak + 1 if last is not None and last.header[1] == length else 0
+                    last = batch
                     continue
+        last, streak = None, 0
         if size - pos < HEADER_SIZE_UP_TO_MAGIC:
             yield Region(pos, size - pos, "truncated", f"{size - pos} bytes are too few for a batch header")
             return
@@ -304,13 +330,100 @@ def read_log_stream(
         pos = nxt
 
 
-def _decode(buf: bytes, i: int, pos: int, limits: Limits, records: bool) -> Batch:
+def _decode(buf: bytes, i: int, pos: int, limits: Limits, records: bool, header: tuple | None = None) -> Batch:
     """``decode_batch_at``, refusing to expand a batch with more records than ``limits`` allow."""
     refused = records and too_many_records(_RECORDS_COUNT.unpack_from(buf, i + _RECORDS_COUNT_AT)[0], limits)
-    batch = decode_batch_at(buf, i, pos, limits.max_decompressed, records=records and not refused)
+    batch = decode_batch_at(buf, i, pos, limits.max_decompressed, records=records and not refused, header=header)
     if refused:
         batch.error = refused
     return batch
+
+
+#: Batches of one size in a row before the next ones are checked as a run; a run found too short
+#: doubles that, up to the maximum (batches of one size that differ must not pay a check each).
+_RUN_AFTER, _RUN_BACKOFF_MAX = 3, 512
+#: Batches a run looks at first, and at most; from how many its CRCs are taken as rows (``crc32c_rows``).
+_RUN_AHEAD, _RUN_MOST, _RUN_ROWS_CRC = 128, 1024, 128
+_RUN_MIN = 8
+#: Header bytes a batch of a run shares with its template: batchLength, magic, attributes,
+#: recordsCount (``BatchHeader``'s offsets); then the records, whole.
+_RUN_SAME = np.r_[8:12, 16, 21:23, 57:61]
+_RUN_CRC = np.dtype(">u4")
+#: batch size -> ``HEADER`` then the rest of the batch skipped; the bytes a run compares
+_by_size: dict[int, tuple[struct.Struct, np.ndarray]] = {}
+
+
+def _repeats(buf: bytes, i: int, pos: int, template: Batch, records: bool, skip_before: int,
+             most: int) -> tuple[int, Iterator[Batch]]:
+    """The batches from ``buf[i:]`` (file position ``pos``) that repeat ``template`` but for their
+    offsets, timestamps, epochs, producer fields and CRCs, while their CRCs hold: their header bytes
+    and records compared as rows at once, their CRCs taken as rows (``crc32c_rows``), their headers
+    unpacked in one call, and their records ``template``'s at their own offsets and timestamps, as
+    ``decode_batch_at`` would read them from the same bytes. How many, and the batches made one at a
+    time as they are asked for (a list of them all would outlive the garbage collector's youngest
+    generation, and cost more in collections than it saves); 0 when fewer than ``_RUN_MIN`` repeat.
+    Batches whose records are not read (``records``, ``skip_before``) need only the size, magic and
+    CRC; a run holds batches that are all read or all not."""
+    step = template.size
+    n = min(most, (len(buf) - i) // step)
+    if n < _RUN_MIN or i < step:  # the template is not in this window
+        return 0, iter(())
+    if records and buf[i + HEADER_SIZE : i + step] != buf[i - step + HEADER_SIZE : i]:
+        return 0, iter(())  # the next batch's records differ: no numpy for a run that is not there
+    unpack, same = _by_size.get(step) or _sized(step)
+    u8 = np.frombuffer(buf, np.uint8)
+    rows = np.ndarray((n, step), np.uint8, u8, i, (step, 1))
+    ok = np.ones(n, bool)
+    if records and skip_before > 0:
+        base = rows[:, 0:8].copy().view(">i8")[:, 0]
+        wanted = (base >= skip_before) | (base + rows[:, 23:27].copy().view(">i4")[:, 0] >= skip_before)
+        records = bool(wanted[0])
+        ok = wanted == records
+    h = template.header
+    if records and (template.error is not None or len(template.records) != 1 or h[12] != 1
+                    or h[5] & COMPRESSION_MASK):
+        return 0, iter(())
+    ref = u8[i - step : i]  # the template's bytes (it ends where the run starts)
+    if not records:
+        same = _RUN_SAME[:5]
+    ok &= (rows[:, same] == ref[same]).all(axis=1)
+    k = _leading(ok)
+    if k < _RUN_MIN:
+        return 0, iter(())
+    stored = rows[:k, 17:21].copy().view(_RUN_CRC)[:, 0]
+    if k >= _RUN_ROWS_CRC:  # the CRCs as rows (crc32c_rows) pay from about this many on
+        crc_ok = (crc32c_rows(rows[:k, CRC_START:]) == stored).tolist()
+    else:
+        m = step - CRC_START
+        crc_ok = [crc32c(buf[p : p + m]) == c for p, c in zip(range(i + CRC_START, i + k * step, step),
+                                                            stored.tolist(), strict=True)]
+    if not all(crc_ok):
+        k = crc_ok.index(False)
+        if k < _RUN_MIN:
+            return 0, iter(())
+    headers = unpack.iter_unpack(memoryview(buf)[i : i + k * step])
+    positions = range(pos, pos + k * step, step)
+    if not records:
+        return k, (Batch(p, hh, True) for p, hh in zip(positions, headers, strict=True))
+    r = template.records[0]
+    key, value, rh, ra, td, od, rs = r.key, r.value, r.headers, r.attributes, r.timestamp_delta, r.offset_delta, r.size
+    if h[5] & TIMESTAMP_TYPE_BIT:
+        return k, (Batch(p, hh, True, [Record(hh[0] + od, hh[8], key, value, rh, ra, td, od, rs)])
+                   for p, hh in zip(positions, headers, strict=True))
+    return k, (Batch(p, hh, True, [Record(hh[0] + od, hh[7] + td, key, value, rh, ra, td, od, rs)])
+               for p, hh in zip(positions, headers, strict=True))
+
+
+def _sized(step: int) -> tuple[struct.Struct, np.ndarray]:
+    if len(_by_size) >= 256:
+        _by_size.clear()
+    out = _by_size[step] = struct.Struct(f"{HEADER.format}{step - HEADER_SIZE}x"), np.r_[_RUN_SAME, HEADER_SIZE:step]
+    return out
+
+
+def _leading(ok: np.ndarray) -> int:
+    """How many of ``ok`` are true before the first false."""
+    return len(ok) if ok.all() else int(ok.argmin())
 
 
 def _last_offset(buf: bytes, i: int) -> int:

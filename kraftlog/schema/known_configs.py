@@ -302,6 +302,7 @@ NON_SENSITIVE = frozenset({
     "sasl.server.max.receive.size",
     "security.inter.broker.protocol",
     "security.providers",
+    "segment.bytes",
     "segment.index.bytes",
     "segment.jitter.ms",
     "segment.ms",

@@ -145,14 +145,34 @@ def _newer(api_key: int, version: int, reason: str) -> str:
             f"version is {message.highest_version}); read as version {message.highest_version}, {reason}")
 
 
+#: What every NoOp value decodes to: one shared record (a decoded record is never changed).
+_NOOP = MetadataRecord(_NOOP_KEY, 0, {}, (), None, NOOP_VALUE)
+#: Small values decoded before -> their record, shared (a log repeats its ISR changes and heartbeats:
+#: the columnar path decodes each distinct value once too). Bounded in entries and value size.
+_SHARED: dict[bytes, MetadataRecord] = {}
+_SHARED_VALUE_BYTES, _SHARED_ENTRIES = 64, 4096
+
+
 def decode_metadata(value: bytes) -> MetadataRecord:
-    """Decode one record value. Never raises on bad input: the result's ``error`` says why."""
+    """Decode one record value. Never raises on bad input: the result's ``error`` says why. A small
+    value seen before gives the same record object: callers never change a decoded record."""
     if value == NOOP_VALUE:
-        return MetadataRecord(_NOOP_KEY, 0, {}, (), None, NOOP_VALUE)
+        return _NOOP
     if type(value) is not bytes:
         if value is None:
             return MetadataRecord(-1, -1, {}, (), "MetadataParseException: the record value is null")
         value = bytes(value)
+    if len(value) > _SHARED_VALUE_BYTES:
+        return _decode_metadata(value)
+    rec = _SHARED.get(value)
+    if rec is None:
+        if len(_SHARED) >= _SHARED_ENTRIES:
+            _SHARED.clear()
+        rec = _SHARED[value] = _decode_metadata(value)
+    return rec
+
+
+def _decode_metadata(value: bytes) -> MetadataRecord:
     api_key = version = -1
     try:
         if len(value) > 2 and value[0] == FRAME_VERSION and value[1] < 0x80 and value[2] < 0x80:

@@ -1,6 +1,6 @@
 """The Spark job's command line: copied KRaft ``__cluster_metadata`` log directories -> Parquet tables.
 
-    kraftlog-spark --input PATH [PATH...] --output OUT
+    kraftlog-spark --input PATH [PATH...] --output OUT [--mode replace|append]
         [--at-offset N ...] [--at-time T ...] [--every-checkpoint] [--report FILE] [--overwrite] [--wait-lock S]
 
 also ``python -m kraftlog.spark ...`` (an embedded ``local[*]`` session; ``--master`` to override,
@@ -20,8 +20,8 @@ from pyspark.sql import SparkSession
 from kraftlog.files.reader import DEFAULT_MAX_BATCH_BYTES, Limits
 from kraftlog.spark.discover import InputError
 from kraftlog.spark.guard import OutputLocked, UnsafeOutput, check_output, check_report, claim, one_line
-from kraftlog.spark.job import Options, run
-from kraftlog.spark.session import NoJava, session
+from kraftlog.spark.job import MODES, Options, run
+from kraftlog.spark.session import NoConnect, NoJava, session
 from kraftlog.spark.sink import NotVisible
 from kraftlog.state.rebuild import parse_time
 from kraftlog.wire.codecs import DEFAULT_MAX_DECOMPRESSED
@@ -46,8 +46,14 @@ def parse(argv: list[str]) -> argparse.Namespace:
                    help="folder of Parquet tables, replaced when done if it is an earlier kraftlog output (or empty); "
                    "or an object-store URI (s3://, s3a://, ...) of Delta Lake tables, each replaced in one Delta "
                    "commit; never an input, inside one or holding one")
+    p.add_argument("--mode", choices=MODES, default="replace",
+                   help="replace: OUT holds this run's rows only (default). append: OUT's tables keep the rows of "
+                   "the runs it holds and get this run's (a daily archive); every row has its run's run_id, "
+                   "_manifest.json lists the runs (\"runs\") and names the newest (\"run_id\"). OUT must be a "
+                   "kraftlog output whose tables have this version's columns, or not exist yet (else exit 2)")
     p.add_argument("--overwrite", action="store_true",
-                   help="replace OUT even if it is a folder kraftlog did not write (never a file, never an input)")
+                   help="replace OUT even if it is a folder kraftlog did not write (never a file, never an input; "
+                   "not with --mode append)")
     p.add_argument("--wait-lock", type=float, default=0, metavar="SECONDS",
                    help="if another run is writing OUT, wait up to SECONDS for it to end (default: refuse, exit 1)")
     p.add_argument("--at-offset", type=int, action="append", default=[], metavar="N",
@@ -73,7 +79,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
                    help="a failed run prints its full traceback (also KRAFTLOG_DEBUG=1), not only the reason")
     args = p.parse_args(argv)
     try:
-        check_output(args.output, args.input, args.overwrite)
+        check_output(args.output, args.input, args.overwrite, args.mode == "append")
         if args.report:
             check_report(args.report, args.input)
     except UnsafeOutput as e:
@@ -84,7 +90,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
     try:  # the output is locked before Spark starts; ``run`` takes this claim as its own
-        with claim(args.output, args.input, args.overwrite, args.report, args.wait_lock):
+        with claim(args.output, args.input, args.overwrite, args.report, args.wait_lock, args.mode == "append"):
             before = SparkSession.getActiveSession()  # one a caller made (a notebook, tests) is not ours to stop
             spark = session(args.master, PROG, remote=args.remote)
             try:
@@ -92,12 +98,12 @@ def main(argv: list[str] | None = None) -> int:
                     inputs=args.input, output=args.output, at_offsets=args.at_offset, at_times=args.at_time,
                     every_checkpoint=args.every_checkpoint, redact=not args.no_redact,
                     limits=Limits(args.max_batch_bytes, args.max_decompressed), report=args.report,
-                    overwrite=args.overwrite))
+                    overwrite=args.overwrite, mode=args.mode))
             except BaseException:
                 if spark is not before:
                     spark.stop()  # Spark's own lines of the failure come before the one line that says why
                 raise
-    except (InputError, UnsafeOutput, NoJava) as e:
+    except (InputError, UnsafeOutput, NoJava, NoConnect) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
     except (OutputLocked, NotVisible) as e:  # nothing published: the previous output, if any, is as it was

@@ -143,7 +143,8 @@ def discover(inputs: list[str]) -> Inventory:
         try:
             nodes = find_nodes(where(given), unsearched)
         except FileNotFoundError:
-            raise InputError(f"--input {given}: no such directory") from None
+            there = storage.stat(where(given)).kind != "missing"
+            raise InputError(f"--input {given}: {'not a directory' if there else 'no such directory'}") from None
         except storage.StorageError as e:
             raise InputError(f"--input {given}: {e}") from None
         if unsearched:  # part of the input unsearched: its tables would pass for the whole of it

@@ -5,7 +5,8 @@
   ``--overwrite``: a file named as the output folder is a typo, and the operator removes it themselves).
 - An existing output folder is replaced only if kraftlog wrote it: a ``_manifest.json`` of ours (a
   ``run_id``, ``versions.kraftlog`` and ``counts``) and nothing beside the tables, manifest and
-  reports it names. An empty folder holds nothing to lose. Anything else needs ``--overwrite``.
+  reports it names. An empty folder holds nothing to lose. Anything else needs ``--overwrite``, and
+  a run that appends (``--mode append``) adds only to an output kraftlog wrote, never with ``--overwrite``.
 - One run at a time writes an output: ``.<name>.lock`` beside it, held with ``flock`` while the run
   lives (the kernel releases it when the process dies, so a killed run never leaves a lock that
   blocks the next), naming the holder (run id, pid, host, start time). A second run is refused (exit 1),
@@ -21,7 +22,8 @@ the kernel (or the NFS server) releases it with its process. Object stores have 
 (``If-None-Match``), so two runs onto one bucket prefix are not kept apart (each table's Delta commit
 is still atomic, see ``output.DeltaOutput``). The path checks apply, compared by store and key; an
 existing prefix is written only if kraftlog wrote it (``not_ours_remote``), and the staging prefixes
-``<output>/_staging-<run_id>`` of earlier killed runs are removed when a run starts.
+``<output>/_staging-<run_id>`` of earlier killed runs are removed when a run starts, with the parts
+those runs wrote into the tables' folders that no commit of theirs names (``_remove_orphans``).
 """
 
 import contextlib
@@ -43,7 +45,7 @@ import uuid6
 
 from kraftlog.files.paths import holds, location, read_by
 from kraftlog.files.storage import filesystem, is_remote, local
-from kraftlog.spark.sink import STAGING
+from kraftlog.spark.sink import STAGING, run_of
 
 MANIFEST = "_manifest.json"
 
@@ -88,10 +90,14 @@ def check_report(report: str, inputs: list[str]) -> None:
                            "reading never writes into an input")
 
 
-def check_output(output: str, inputs: list[str], overwrite: bool = False) -> None:
-    """Refuse an output whose replacement could delete what kraftlog did not write (see the module)."""
+def check_output(output: str, inputs: list[str], overwrite: bool = False, append: bool = False) -> None:
+    """Refuse an output whose replacement could delete what kraftlog did not write (see the module);
+    an append (``append``) only onto an output kraftlog wrote, or a new one."""
     if not output.strip():
         raise UnsafeOutput(f"--output {output!r} is empty (an unset variable?); give the folder to write")
+    if append and overwrite:
+        raise UnsafeOutput("--mode append adds runs to an output kraftlog wrote, --overwrite replaces a folder it "
+                           "did not write: give one or the other")
     store, where = location(output)
     if where == where.parent:
         raise UnsafeOutput(f"--output {output} is the root of {store or 'the filesystem'}; give a folder in it")
@@ -118,8 +124,12 @@ def check_output(output: str, inputs: list[str], overwrite: bool = False) -> Non
     except OSError as e:
         raise UnsafeOutput(f"--output {output}: cannot read it: {e.strerror or e}") from None
     if foreign and not overwrite:
-        raise UnsafeOutput(f"--output {output} exists and is not a kraftlog output ({foreign}); "
-                           "give --overwrite to replace it")
+        raise UnsafeOutput(f"--output {output} exists and is not a kraftlog output ({foreign}); {_foreign(append)}")
+
+
+def _foreign(append: bool) -> str:
+    """What to do about an output kraftlog did not write."""
+    return "an append adds only to an output kraftlog wrote" if append else "give --overwrite to replace it"
 
 
 def not_ours(folder: Path) -> str | None:
@@ -208,11 +218,11 @@ _claims: dict[tuple, Claim] = {}
 
 
 def claim(output: str, inputs: list[str], overwrite: bool = False, report: str | None = None,
-          wait: float = 0) -> Claim:
+          wait: float = 0, append: bool = False) -> Claim:
     """Check the output (and report), lock it (waiting up to ``wait`` seconds for another run to end)
     and remove stale staging folders; raises ``UnsafeOutput`` (a usage error, or an output parent the
     job cannot write in) or ``OutputLocked``."""
-    check_output(output, inputs, overwrite)
+    check_output(output, inputs, overwrite, append)
     if report:
         check_report(report, inputs)
     key = location(output)
@@ -224,7 +234,8 @@ def claim(output: str, inputs: list[str], overwrite: bool = False, report: str |
         try:
             if not overwrite and (foreign := not_ours_remote(output)):
                 raise UnsafeOutput(f"--output {output} exists and is not a kraftlog output ({foreign}); "
-                                   "give --overwrite to replace its tables")
+                                   + ("an append adds only to an output kraftlog wrote" if append
+                                      else "give --overwrite to replace its tables"))
             held.removed = _remove_stale_remote(output, held.run_id)
         except BaseException:
             held.release()
@@ -346,6 +357,41 @@ def _remove_stale_remote(output: str, run_id: str) -> list[str]:
         print(f"kraftlog: removed {output.rstrip('/')}/{name}, left by run {found} that did not finish; it held "
               "decoded records", file=sys.stderr)
         removed.append(f"{output.rstrip('/')}/{name}")
+    if removed:
+        _remove_orphans(output, {p.rsplit("/", 1)[1].removeprefix(STAGING) for p in removed})
+    return removed
+
+
+def _remove_orphans(output: str, run_ids: set[str]) -> list[str]:
+    """Remove the Parquet parts that the killed runs ``run_ids`` wrote into the object-store output's
+    table folders (named with their run id, ``sink.run_of``) and that no Delta commit names: a table
+    with a commit of one of those runs (killed between its commits) keeps its parts, which that version
+    reads, and a table whose log cannot be read keeps every part. The parts removed."""
+    import pyarrow.fs as pafs
+    from deltalake import DeltaTable
+
+    from kraftlog.spark.output import delta_uri, storage_options  # the output's layer, which imports this one
+
+    fs, base = filesystem(output)
+    options, removed = storage_options(output), []
+    for table in fs.get_file_info(pafs.FileSelector(base, allow_not_found=True)):
+        if table.type != pafs.FileType.Directory or table.base_name.startswith(("_", ".")):
+            continue
+        uri = delta_uri(f"{output.rstrip('/')}/{table.base_name}")
+        try:
+            committed = {h.get("kraftlog.run_id") for h in DeltaTable(uri, storage_options=options).history()} \
+                if DeltaTable.is_deltatable(uri, storage_options=options) else set()
+        except Exception as e:  # delta-rs raises its own errors (DeltaError, OSError, ...)
+            print(f"kraftlog: kept what killed runs wrote into {uri}: its Delta log cannot be read ({e})",
+                  file=sys.stderr)
+            continue
+        for part in fs.get_file_info(pafs.FileSelector(table.path, recursive=True)):
+            if part.type == pafs.FileType.File and run_of(part.base_name) in run_ids - committed:
+                fs.delete_file(part.path)
+                removed.append(f"{output.rstrip('/')}/{part.path[len(base) + 1:]}")
+    if removed:
+        print(f"kraftlog: removed {len(removed)} parts that those runs wrote into {output} and no commit names",
+              file=sys.stderr)
     return removed
 
 

@@ -37,6 +37,8 @@ from kraftlog.wire.crc import IMPLEMENTATION as CRC_IMPLEMENTATION
 
 #: Log records per bucket of timeline events, at most (a quarter of a log's records are events, or fewer).
 EVENTS_PER_BUCKET = 4_000_000
+#: What a run does to the tables of the output it writes: replace them, or add its rows to them.
+MODES = ("replace", "append")
 TABLES = ("files", "batches", "problems", "divergence", "records", *(e.table for e in entities.ENTITIES),
           *views.VIEWS)
 
@@ -57,6 +59,11 @@ class Options:
     limits: Limits = field(default_factory=Limits)
     report: str | None = None  # HTML file on the driver's filesystem; one per cluster when there are several
     overwrite: bool = False  # replace an existing output kraftlog did not write (see ``guard``)
+    mode: str = "replace"  # or "append": the output keeps the rows of the runs it holds (see ``output``)
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"mode {self.mode!r}: one of {', '.join(MODES)}")
 
 
 class Stages:
@@ -121,6 +128,37 @@ def _plans(inv: Inventory, supplied: list[tuple[int, int, int]], snaps: dict[str
     return {c: plan(covered.get(c, []), snaps.get(c, [])) for c in {c.cluster_id for c in inv.copies}}
 
 
+def choose(inv: Inventory, summary: dict, rank: dict[int, int], cut: dict[int, int]
+           ) -> tuple[dict[int, list[tuple[int, int]]], dict[str, list[Snapshot]], dict[str, Plan]]:
+    """From the copies' ranks and where each diverges from the copy chosen (``cut``): which segment
+    supplies which offsets (``copies.wanted``), each cluster's snapshots and plan. A copy that is
+    another log under the same cluster id supplies nothing, and is a problem of ``inv``."""
+    apart = copies.unrelated(inv, summary, rank, cut)
+    inv.problems += apart.items()
+    supplied = copies.suppliers(inv, summary, rank, cut | dict.fromkeys(apart, -1))
+    snaps = _snapshots(inv, summary, rank, set(apart))
+    return copies.wanted(supplied), snaps, _plans(inv, supplied, snaps)
+
+
+def supplied_notes(notes: dict[str, list], late: dict[str, list], want: dict[int, list[tuple[int, int]]]) -> None:
+    """The record notes of pass one and of the late decode, kept where the file supplies the offset:
+    what a copy holds beyond the offsets it supplies is another copy's to tell."""
+    notes |= {kind: [(i, n) for i, n in notes[kind] + late[kind] if copies.supplies(want, i, n["offset"])]
+              for kind in ("marker", "topic", "undecodable", "batch-error")}
+
+
+def context(inv: Inventory, notes: dict[str, list], seeded: dict[str, list]
+            ) -> tuple[dict[str, list[tuple[int, int | None, int | None, str]]], dict[str, str]]:
+    """What every ``records`` row depends on beyond its file: each cluster's metadata transactions
+    (begin, end, end timestamp, state; sorted) and the topic names by id (of the log and the seeds)."""
+    cluster_of = {f.file_id: f.cluster_id for f in inv.files}
+    txns = defaultdict(list)
+    for cluster, begin, end, end_ts, state in transactions(Marker(cluster_of[i], **m) for i, m in notes["marker"]):
+        txns[cluster].append((begin, end, end_ts, state))
+    names = {n["topic_id"]: n["name"] for _, n in notes["topic"] + seeded["topic"]}
+    return {c: sorted(t) for c, t in txns.items()}, names
+
+
 def _points(opts: Options, inv: Inventory, plans: dict[str, Plan], decoded: list[tuple[int, dict]],
             snaps: dict[str, list[Snapshot]]) -> list[tuple[str, int, str]]:
     """(cluster_id, at_offset, label) for every view requested."""
@@ -180,15 +218,16 @@ def _reports(opts: Options, inv: Inventory, rank: dict[int, int],
 def run(spark: SparkSession, opts: Options) -> dict:
     """Run the job; returns the manifest written beside the tables. The output is checked and locked
     first (``guard.claim``, which the command line took already before starting Spark)."""
-    with guard.claim(opts.output, opts.inputs, opts.overwrite, opts.report) as claim:
+    with guard.claim(opts.output, opts.inputs, opts.overwrite, opts.report, append=opts.mode == "append") as claim:
         return _run(spark, opts, claim)
 
 
 def _run(spark: SparkSession, opts: Options, claim: guard.Claim) -> dict:
     run_id, started = claim.run_id, datetime.now(UTC)
-    out = open_output(spark, opts.output, run_id)
+    out = open_output(spark, opts.output, run_id, append=opts.mode == "append")
     stages = Stages()
     try:
+        out.check_appendable(TABLES)
         with stages("discover"):
             inv = discover(opts.inputs)
         with stages("read"):
@@ -207,35 +246,23 @@ def _run(spark: SparkSession, opts: Options, claim: guard.Claim) -> dict:
             else:  # no query when every block that several copies hold agrees
                 out.empty("divergence", copies.DIVERGENCE)
                 cut = {}
-            apart = copies.unrelated(inv, summary, rank, cut)
-            inv.problems += apart.items()
-            cut |= dict.fromkeys(apart, -1)
-            supplied = copies.suppliers(inv, summary, rank, cut)
-            want = copies.wanted(supplied)
-            snaps = _snapshots(inv, summary, rank, set(apart))
-            plans = _plans(inv, supplied, snaps)
+            want, snaps, plans = choose(inv, summary, rank, cut)
             buckets = _buckets(summary)
         with stages("decode"):  # the segments of other copies, where they supply offsets
             late = passes.by_kind(passes.decode(spark, inv, {i: w for i, w in want.items() if i not in eager},
                                                 out.root, opts.limits, opts.redact))
             out.reported(late["part"])
             _check_decoded(out, want)
-            # what a copy holds beyond the offsets it supplies is another copy's to tell
-            notes |= {kind: [(i, n) for i, n in notes[kind] + late[kind] if copies.supplies(want, i, n["offset"])]
-                      for kind in ("marker", "topic", "undecodable", "batch-error")}
+            supplied_notes(notes, late, want)
         with stages("seeds"):
             seeded = passes.by_kind(passes.seeds(spark, inv, [s for p in plans.values() for s in p.seeds], out.root,
                                                  buckets, opts.limits, opts.redact))
             out.reported(seeded["part"])
         with stages("records"):
             cluster_of = {f.file_id: f.cluster_id for f in inv.files}
-            txns = defaultdict(list)
-            for cluster, begin, end, end_ts, state in transactions(
-                    Marker(cluster_of[i], **m) for i, m in notes["marker"]):
-                txns[cluster].append((begin, end, end_ts, state))
-            names = {n["topic_id"]: n["name"] for _, n in notes["topic"] + seeded["topic"]}
+            txns, names = context(inv, notes, seeded)
             finished = passes.by_kind(passes.finish(
-                spark, inv, want, out.root, run_id, names, {c: sorted(t) for c, t in txns.items()},
+                spark, inv, want, out.root, run_id, names, txns,
                 {c: p.ranges for c, p in plans.items()}, opts.redact, [parse_time(t) for t in opts.at_times],
                 buckets))
             out.reported(finished["part"])
@@ -281,12 +308,29 @@ def _run(spark: SparkSession, opts: Options, claim: guard.Claim) -> dict:
                 reports = _reports(opts, inv, rank, out.place)
         manifest = _manifest(spark, out, opts, inv, rank, plans, stages, run_id, started, reports)
         manifest["removed_stale"] = claim.removed  # earlier runs' staging folders
+        manifest["runs"] = [*runs(out.earlier), run_entry(manifest)]
         out.write_manifest(manifest)
         out.publish()
         return manifest
     except BaseException:
         out.abandon()
         raise
+
+
+def run_entry(manifest: dict) -> dict:
+    """What the manifest's ``runs`` says of one run: its id, times, inputs and the rows it wrote."""
+    entry = {k: manifest[k] for k in ("run_id", "started", "finished", "inputs", "counts")}
+    if "delta_versions" in manifest:
+        entry["delta_versions"] = manifest["delta_versions"]
+    return entry
+
+
+def runs(manifest: dict | None) -> list[dict]:
+    """The runs whose rows an output holds, oldest first, by its manifest (one written before
+    manifests listed them holds its own run's rows only)."""
+    if manifest is None:
+        return []
+    return manifest.get("runs") or [run_entry(manifest)]
 
 
 def _manifest(spark: SparkSession, out: Output, opts: Options, inv: Inventory, rank: dict[int, int],
@@ -306,6 +350,7 @@ def _manifest(spark: SparkSession, out: Output, opts: Options, inv: Inventory, r
         "started": started.isoformat(),
         "finished": datetime.now(UTC).isoformat(),
         "inputs": [local_path(i) for i in opts.inputs],
+        "mode": opts.mode,
         "options": {"at_offsets": opts.at_offsets, "at_times": opts.at_times,
                     "every_checkpoint": opts.every_checkpoint, "redact": opts.redact, "report": opts.report,
                     "max_batch_bytes": opts.limits.max_batch_bytes, "max_decompressed": opts.limits.max_decompressed},

@@ -9,6 +9,10 @@ point is refused before any work (it cannot be renamed; Hadoop's fallback copied
 
 An object store has no rename: there every table is a Delta Lake table (``DeltaOutput``), committed
 by the driver in one transaction per table, and the manifest is written last.
+
+A run that appends (``append``) publishes the same way: a local output's new tables hold the earlier
+output's files as hard links beside the run's own (no byte copied, no earlier file changed), and a Delta
+table gets an append commit. Either only if every table's columns are the ones the earlier runs wrote.
 """
 
 import contextlib
@@ -20,6 +24,7 @@ import re
 import shutil
 import time
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -28,16 +33,19 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 
 from kraftlog.files.storage import filesystem, is_remote, local
 from kraftlog.spark.guard import MANIFEST, UnsafeOutput, previous_name, staging_name
+from kraftlog.spark.session import arrow_schema, arrow_table
 from kraftlog.spark.sink import NotVisible, Parts, not_visible, recording, staging_root
 
 #: Left out of every table folder: Hadoop's ``_SUCCESS`` and ``.crc`` files, ``_temporary`` folders
 #: and a killed task's ``.part-*.tmp`` break other readers' scans of the folder (polars fails on them).
 _HIDDEN = ("_", ".")
+#: The one file of a table without rows (``Output._schema_only``).
+_EMPTY = "part-00000-empty-{run_id}.parquet"
 
 
 def _exchange(a: str, b: str) -> bool:
@@ -62,13 +70,33 @@ def _remove(path: str) -> None:
         os.remove(path)
 
 
-def open_output(spark: SparkSession, target: str, run_id: str) -> "Output":
-    """Where run ``run_id`` writes: Parquet folders swapped in place, or Delta tables in an object store."""
-    return DeltaOutput(spark, target, run_id) if is_remote(target) else Output(spark, target, run_id)
+def open_output(spark: SparkSession, target: str, run_id: str, append: bool = False) -> "Output":
+    """Where run ``run_id`` writes: Parquet folders swapped in place, or Delta tables in an object store;
+    with ``append``, its tables hold the earlier output's rows too."""
+    kind = DeltaOutput if is_remote(target) else Output
+    return kind(spark, target, run_id, append)
+
+
+def columns(schema: pa.Schema) -> list[tuple[str, str]]:
+    """A table's columns as an appending run compares them: names and types, without the partition
+    column (a folder name in a Parquet table) and without nullability (Spark and pyarrow mark it
+    differently in the files of one table)."""
+    return [(f.name, str(f.type).replace(" not null", "")) for f in schema if f.name != "cluster_id"]
+
+
+def _first_difference(was: list[tuple[str, str]], now: list[tuple[str, str]]) -> str:
+    old, new = dict(was), dict(now)
+    if missing := [n for n in new if n not in old]:
+        return f"no column {missing[0]!r}, which this version writes"
+    if extra := [n for n in old if n not in new]:
+        return f"column {extra[0]!r}, which this version does not write"
+    if changed := [n for n in new if old[n] != new[n]]:
+        return f"column {changed[0]!r} of type {old[changed[0]]} where this version writes {new[changed[0]]}"
+    return "its columns in another order than this version's"
 
 
 class Output:
-    def __init__(self, spark: SparkSession, target: str, run_id: str) -> None:
+    def __init__(self, spark: SparkSession, target: str, run_id: str, append: bool = False) -> None:
         if is_remote(target):
             raise UnsafeOutput(f"--output {target}: an object store has no rename to swap a folder in place; "
                                "its tables are Delta tables (open_output)")
@@ -83,6 +111,38 @@ class Output:
         self.fs = pafs.LocalFileSystem()
         parent, name = os.path.split(self.target)
         self.staging = os.path.join(parent, staging_name(name, run_id))
+        self.earlier = self._earlier() if append else None
+
+    def _earlier(self) -> dict | None:
+        """The manifest of the output this run appends to; None where there is none yet (``guard``
+        refused a folder that holds anything else)."""
+        try:
+            with open(os.path.join(self.target, MANIFEST)) as f:
+                return json.load(f)
+        except FileNotFoundError:
+            return None
+
+    def check_appendable(self, tables: Iterable[str]) -> None:
+        """Refuse (``UnsafeOutput``) an append onto an output that holds other tables than ``tables``,
+        the ones this version writes: before any work. Their columns are compared before publishing
+        (``_check_columns``), once this run's tables are written."""
+        if self.earlier is None:
+            return
+        held, ours = set(self.earlier["counts"]), set(tables)
+        if held != ours:
+            which = sorted(held - ours)
+            which = f"table {which[0]!r}, which this version does not write" if which else \
+                f"no table {sorted(ours - held)[0]!r}, which this version writes"
+            raise self._refusal(which)
+
+    def _refusal(self, why: str) -> UnsafeOutput:
+        version = self.earlier["versions"]["kraftlog"]
+        return UnsafeOutput(f"--output {self.target}: cannot append: it holds {why} (written by kraftlog {version}); "
+                            "append to an output of this version, or replace it (--mode replace)")
+
+    def _check_columns(self, table: str, was: pa.Schema, now: pa.Schema) -> None:
+        if columns(was) != columns(now):
+            raise self._refusal(f"in table {table} {_first_difference(columns(was), columns(now))}")
 
     @property
     def root(self) -> str:
@@ -143,14 +203,14 @@ class Output:
         a Spark job for no rows costs a quarter of a second."""
         folder = f"{self.staging}/{table}"
         self.fs.create_dir(folder, recursive=True)
-        pq.write_table(to_arrow_schema(schema, timezone="UTC").empty_table(), f"{folder}/part-00000-empty.parquet",
+        pq.write_table(arrow_schema(schema).empty_table(), f"{folder}/{_EMPTY.format(run_id=self.run_id)}",
                        filesystem=self.fs)
 
     def rows(self, table: str, rows: list[tuple], schema: StructType) -> None:
         """A small table the driver holds (rows of ``schema``, ``cluster_id`` among its columns),
         written by pyarrow, by cluster: a Spark job for a few thousand rows takes seconds on a session
         that has run no SQL yet."""
-        arrow = to_arrow_schema(schema, timezone="UTC")
+        arrow = arrow_schema(schema)
         at = arrow.get_field_index("cluster_id")
         written = arrow.remove(at).append(pa.field("run_id", pa.string()))
         by_cluster = defaultdict(list)
@@ -212,10 +272,13 @@ class Output:
 
     def publish(self) -> str:
         """Check every table's reported parts once more and put staging in place of the output; the
-        previous output is removed only once the new one stands where it stood."""
+        previous output is removed only once the new one stands where it stood. An appending run's
+        staging gets the earlier output's files first (``_carry``)."""
         for table in self.counts:
             self.check(table)
             self._tidy(table)
+        if self.earlier is not None:
+            self._carry()
         if not os.path.lexists(self.target):
             os.rename(self.staging, self.target)
         elif _exchange(self.staging, self.target):
@@ -234,6 +297,34 @@ class Output:
     def abandon(self) -> None:
         _remove(self.staging)
 
+    def _carry(self) -> None:
+        """Hard-link the files of the earlier output's tables into staging, where this run's own
+        files carry its run id in their names (``sink``), once every table's columns are the earlier
+        ones: the earlier files are never copied or changed, and until the swap they stand where they
+        stood. A table's schema-only file (``_schema_only``, the one file beside its partition
+        folders) stays only where no run wrote rows: Spark refuses a folder holding both."""
+        earlier = {t: _files(f"{self.target}/{t}") for t in self.counts}
+        for table, files in earlier.items():
+            if files:
+                self._check_columns(table, pq.read_schema(files[0]),
+                                    pq.read_schema(_files(f"{self.staging}/{table}")[0]))
+        for table, files in earlier.items():
+            parted = [f for f in files if os.path.dirname(f) != f"{self.target}/{table}"]
+            for f in parted:
+                to = os.path.join(self.staging, os.path.relpath(f, self.target))
+                os.makedirs(os.path.dirname(to), exist_ok=True)
+                os.link(f, to)
+            if parted and not self.counts[table]:
+                _remove(f"{self.staging}/{table}/{_EMPTY.format(run_id=self.run_id)}")
+
+
+def _files(folder: str) -> list[str]:
+    """The files of a local table's folder, sorted, without the hidden ones (``_HIDDEN``)."""
+    found = []
+    for at, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(_HIDDEN))
+        found += [os.path.join(at, f) for f in sorted(files) if not f.startswith(_HIDDEN)]
+    return found
 
 
 def storage_options(uri: str) -> dict[str, str]:
@@ -254,23 +345,30 @@ def storage_options(uri: str) -> dict[str, str]:
     return options
 
 
+def delta_uri(uri: str) -> str:
+    """``uri`` as delta-rs names it: Hadoop's ``s3a`` is plain S3 to delta-rs."""
+    return re.sub(r"^s3a://", "s3://", uri)
+
+
 class DeltaOutput(Output):
     """An output in an object store: each table a Delta Lake table at ``<output>/<table>``, partitioned
     by ``cluster_id``. Tasks write the parts of published tables into the table's folder under names
     carrying the run id, and staged tables under ``<output>/_staging-<run_id>`` (see ``sink``); the
     driver checks every reported part (``check``), then commits each table in one Delta transaction
-    that adds exactly those parts and removes the previous run's (overwrite), and writes
-    ``_manifest.json`` last, naming the Delta version of every table it published.
+    that adds exactly those parts and removes the previous run's (overwrite; an appending run's
+    commit removes nothing), and writes ``_manifest.json`` last, naming the Delta version of every
+    table it published.
 
     What is atomic: each table's commit (a reader sees the previous run's table or this one's, never a
     mix), and the manifest (one object). A run that fails or is killed before its first commit leaves
     every table as it was; one killed between commits leaves some tables at the new version, which the
-    previous manifest's versions still name the old way (``DeltaTable(uri, version=...)``). delta-rs
+    previous manifest's versions still name the old way (``DeltaTable(uri, version=...)``), and which
+    the next appending run takes back to those versions in its own commit (``_undo``). delta-rs
     commits with S3's conditional put (``If-None-Match``): two writers of one table never overwrite
     each other's commit, but kraftlog holds no lock on an object store, so two runs onto one output
     may interleave their tables; run one at a time."""
 
-    def __init__(self, spark: SparkSession, target: str, run_id: str) -> None:
+    def __init__(self, spark: SparkSession, target: str, run_id: str, append: bool = False) -> None:
         self.spark, self.run_id, self.target = spark, run_id, target.rstrip("/")
         self.schemas: dict[str, StructType] = {}
         self.counts: dict[str, int] = {}
@@ -279,9 +377,16 @@ class DeltaOutput(Output):
         self.staging = staging_root(self.target, run_id)
         self.staging_base = filesystem(self.staging)[1]
         self.manifest: dict | None = None
-        # Hadoop's s3a is plain S3 to delta-rs
-        self.tables = re.sub(r"^s3a://", "s3://", self.target)
+        self.tables = delta_uri(self.target)
         self.options = storage_options(self.target)
+        self.earlier = self._earlier() if append else None
+
+    def _earlier(self) -> dict | None:
+        try:
+            with self.fs.open_input_stream(f"{self.base}/{MANIFEST}") as f:
+                return json.loads(f.read())
+        except FileNotFoundError:
+            return None
 
     def _base(self, part: dict) -> str:
         return self.staging_base if part.get("staged") else self.base
@@ -297,7 +402,7 @@ class DeltaOutput(Output):
         """A table's reported parts, read by Spark tasks through the storage layer (Spark's own
         readers reach no object store without Hadoop's connectors)."""
         schema = self.schemas[table]
-        arrow = to_arrow_schema(schema, timezone="UTC")
+        arrow = arrow_schema(schema)
         target = self.target
         parts = [(f"{self._base(p)}/{p['path']}", p["value"]) for p in self.parts.get(table, [])]
 
@@ -316,7 +421,7 @@ class DeltaOutput(Output):
         """Write ``table`` (with the run id, by cluster) from Spark's tasks through the storage layer,
         each task reporting its parts; returns it read back."""
         df = df.withColumn("run_id", F.lit(self.run_id))
-        arrow = to_arrow_schema(df.schema, timezone="UTC")
+        arrow = arrow_schema(df.schema)
         at = arrow.get_field_index("cluster_id")
         written, root = arrow.remove(at), self.root
 
@@ -337,7 +442,7 @@ class DeltaOutput(Output):
             yield pa.RecordBatch.from_pydict({"part": [json.dumps({**p, "task": task}) for p in parts]},
                                              schema=pa.schema([("part", pa.string())]))
 
-        parts = [json.loads(p) for p in df.mapInArrow(write, "part string").toArrow().column("part").to_pylist()]
+        parts = [json.loads(p) for p in arrow_table(df.mapInArrow(write, "part string")).column("part").to_pylist()]
         self.reported([(0, p) for p in parts])
         self.staged(table, from_arrow_schema(written.append(arrow.field(at))), sum(p["rows"] for p in parts))
         return self.frame(table)
@@ -366,29 +471,75 @@ class DeltaOutput(Output):
         Delta version of each table) and remove the staging prefix."""
         for table in self.counts:
             self.check(table)
+        if self.earlier is not None:  # every table checked before the first commit
+            for table in self.counts:
+                was, named = self._table(table), self.earlier.get("delta_versions", {}).get(table)
+                if was is None or named is None or was.version() < named:
+                    raise self._refusal(f"table {table} at Delta version "
+                                        f"{None if was is None else was.version()} where its manifest names {named}")
+                self._check_columns(table, _arrow(was.schema()), _arrow(self._delta_schema(table)))
         versions = {table: self._commit(table) for table in self.counts}
         manifest = self.manifest if self.manifest is not None else {}
         manifest["delta_versions"] = versions
+        if manifest.get("runs"):
+            manifest["runs"][-1]["delta_versions"] = versions
         with self.fs.open_output_stream(f"{self.base}/{MANIFEST}") as f:
             f.write(json.dumps(manifest, indent=2, default=str).encode())
         self._remove_staging()
         return self.target
 
+    def _table(self, table: str):
+        """``table``'s Delta table, or None where there is none yet."""
+        from deltalake import DeltaTable
+
+        uri = f"{self.tables}/{table}"
+        return DeltaTable(uri, storage_options=self.options) \
+            if DeltaTable.is_deltatable(uri, storage_options=self.options) else None
+
+    def _delta_schema(self, table: str):
+        from deltalake import Schema
+
+        return Schema.from_arrow(arrow_schema(self.schemas[table]))
+
+    def _undo(self, table: str, now: int) -> list:
+        """The actions that take ``table`` from its latest version back to the one the earlier
+        manifest names: commits after it are a run's killed between its commits (or another
+        writer's), whose rows no manifest lists; none if it is the latest."""
+        from deltalake import DeltaTable
+        from deltalake.transaction import AddAction, RemoveAction
+
+        uri, named = f"{self.tables}/{table}", self.earlier["delta_versions"][table]
+        latest = DeltaTable(uri, storage_options=self.options)
+        if latest.version() == named:
+            return []
+        files = [{r["path"]: r for r in pa.table(t.get_add_actions(flatten=True)).to_pylist()}
+                 for t in (latest, DeltaTable(uri, version=named, storage_options=self.options))]
+        stray, kept = files
+        return [RemoveAction(p, True, now, r["size_bytes"], {"cluster_id": r["partition.cluster_id"]})
+                for p, r in stray.items() if p not in kept] + \
+            [AddAction(p, r["size_bytes"], {"cluster_id": r["partition.cluster_id"]}, now, True,
+                       json.dumps({"numRecords": r["num_records"]})) for p, r in kept.items() if p not in stray]
+
     def _commit(self, table: str) -> int:
         """One Delta transaction adding exactly the reported parts of ``table`` and removing the
-        files of its previous version; the table's new version."""
-        from deltalake import DeltaTable, Schema
+        files of its previous version; where the run appends, removing nothing but what commits
+        after the earlier manifest's version changed (``_undo``). The table's new version."""
+        from deltalake import DeltaTable
         from deltalake.transaction import AddAction, CommitProperties, create_table_with_add_actions
 
         uri = f"{self.tables}/{table}"
-        schema = Schema.from_arrow(to_arrow_schema(self.schemas[table], timezone="UTC"))
+        schema = self._delta_schema(table)
         now = int(time.time() * 1000)
         adds = [AddAction(p["path"].split("/", 1)[1], p["bytes"], {"cluster_id": p["value"]}, now, True,
                           json.dumps({"numRecords": p["rows"]})) for p in self.parts.get(table, [])]
         props = CommitProperties(custom_metadata={"kraftlog.run_id": self.run_id})
-        if DeltaTable.is_deltatable(uri, storage_options=self.options):
-            DeltaTable(uri, storage_options=self.options).create_write_transaction(
-                adds, mode="overwrite", schema=schema, partition_by=["cluster_id"], commit_properties=props)
+        if self.earlier is not None:  # the table's own schema: the columns are its (``publish``), maybe in another order
+            existing = self._table(table)
+            existing.create_write_transaction(adds + self._undo(table, now), mode="append", schema=existing.schema(),
+                                              partition_by=["cluster_id"], commit_properties=props)
+        elif (existing := self._table(table)) is not None:
+            existing.create_write_transaction(adds, mode="overwrite", schema=schema, partition_by=["cluster_id"],
+                                              commit_properties=props)
         else:
             create_table_with_add_actions(uri, schema, adds, mode="error", partition_by=["cluster_id"],
                                           storage_options=self.options, commit_properties=props)
@@ -409,3 +560,7 @@ class DeltaOutput(Output):
         with contextlib.suppress(OSError):
             self._remove_staging()
 
+
+def _arrow(schema) -> pa.Schema:
+    """A Delta schema as pyarrow's (delta-rs gives arro3's, which pyarrow reads through the Arrow C interface)."""
+    return pa.schema(schema.to_arrow())

@@ -29,6 +29,7 @@ from kraftlog.spark.decode import (
 )
 from kraftlog.spark.discover import Inventory
 from kraftlog.spark.plan import Reset, Snapshot
+from kraftlog.spark.session import arrow_table
 from kraftlog.spark.sink import NotVisible, Parts, recording
 from kraftlog.spark.timelines import fold_bucket
 
@@ -93,7 +94,7 @@ def _over_groups(spark: SparkSession, weights: dict[int, int], work, count: int 
                     strict=True)], names=["file_id", "kind", "body"])
 
     try:
-        got = spark.range(len(groups), numPartitions=len(groups)).mapInArrow(run, NOTES).toArrow()
+        got = arrow_table(spark.range(len(groups), numPartitions=len(groups)).mapInArrow(run, NOTES))
     except Exception as e:  # a task that could not read a part another wrote: that line, not a stack trace
         seen = re.search(r"part written by task .*", str(e))
         if seen is None:

@@ -19,11 +19,17 @@ import warnings
 import zipfile
 from pathlib import Path
 
+import pyarrow as pa
 import pyspark
 from pyspark import SparkConf, SparkContext
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
 
 import kraftlog
+
+#: Spark 4 (``DataFrame.toArrow``, ``to_arrow_schema(timezone=)``); else 3.5, the oldest supported.
+SPARK_4 = int(pyspark.__version__.split(".")[0]) >= 4
 
 #: Only for sessions we start ourselves: a laptop or CI box must not listen on other interfaces.
 LOOPBACK = {
@@ -38,8 +44,28 @@ LOOPBACK = {
 QUICK_JVM = "-XX:TieredStopAtLevel=1"
 
 
+def arrow_schema(schema: StructType) -> pa.Schema:
+    """``schema`` in Arrow, timestamps in UTC: Spark 4 is told the zone, 3.5 always gives UTC."""
+    return to_arrow_schema(schema, timezone="UTC") if SPARK_4 else to_arrow_schema(schema)
+
+
+def arrow_table(df: DataFrame) -> pa.Table:
+    """``df``'s rows collected as one Arrow table of its schema: ``toArrow`` on Spark 4; on 3.5, which
+    has none, the record batches 4's is made of (``_collect_as_arrow``; 3.5 runs classic only, see
+    ``session``)."""
+    if SPARK_4:
+        return df.toArrow()
+    batches = df._collect_as_arrow()
+    schema = arrow_schema(df.schema)
+    return pa.Table.from_batches(batches).cast(schema) if batches else schema.empty_table()
+
+
 class NoJava(RuntimeError):
     """No java for an embedded session's driver to run."""
+
+
+class NoConnect(RuntimeError):
+    """Spark Connect asked of pyspark 3.5, whose Connect client lacks what the job uses."""
 
 
 def java() -> str | None:
@@ -103,6 +129,11 @@ def session(master: str | None = None, app_name: str = "kraftlog", extra: dict[s
     if active is not None:
         return active
     builder = SparkSession.builder.appName(app_name)
+    if (remote or os.environ.get("SPARK_REMOTE")) and not SPARK_4:
+        # 3.5's Observation reads its metrics from the JVM only (pyspark/sql/observation.py ``get``)
+        raise NoConnect(f"the job runs through Spark Connect with pyspark 4 only (this is pyspark "
+                        f"{pyspark.__version__}, whose Connect client cannot read the rows it counts); "
+                        "use --master, or pip install 'pyspark[connect]>=4'")
     if remote or os.environ.get("SPARK_REMOTE") or submitted():
         # a Connect server or spark-submit owns the cluster; only SQL settings the user left unset are added
         if remote:

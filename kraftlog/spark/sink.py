@@ -3,7 +3,7 @@
 The two big tables (a row per batch of every copy, a row per record) are built as Arrow columns
 in the tasks that decode the files; handing them to the JVM only to be turned into rows and back
 into columns costs more than the whole decode on a small machine. So the task writes them with
-pyarrow, under Spark's table layout (``<table>/cluster_id=<id>/part-<file>.parquet``), to a
+pyarrow, under Spark's table layout (``<table>/cluster_id=<id>/part-<file>-<run_id>.parquet``), to a
 temporary name renamed into place: a retried or speculative task replaces its file whole.
 
 What only a later pass reads back (``staged``) is Arrow IPC, lz4-compressed: half of Parquet's
@@ -54,9 +54,20 @@ def encodings(schema: pa.Schema) -> dict:
 ROW_GROUP = 1 << 17
 
 
+#: A published part's name (``Sink``), of the run whose id it carries.
+_PUBLISHED = re.compile(r"part-.+-(?P<run_id>[0-9a-f-]{36})\.parquet", re.DOTALL)
+
+
+def run_of(name: str) -> str | None:
+    """The run id a published part's file name carries (``Sink``), or None."""
+    return m["run_id"] if (m := _PUBLISHED.fullmatch(name)) else None
+
+
 #: The run's staging prefix inside an object-store output (hidden from Delta and Hive readers by its ``_``).
 STAGING = "_staging-"
 _STAGING_ROOT = re.compile(STAGING + r"(?P<run_id>[0-9a-f-]{36})")
+#: A local output's staging folder beside it (``guard.staging_name``).
+_LOCAL_STAGING_ROOT = re.compile(r"\..+\.staging-(?P<run_id>[0-9a-f-]{36})", re.DOTALL)
 
 
 def staging_root(output: str, run_id: str) -> str:
@@ -66,13 +77,15 @@ def staging_root(output: str, run_id: str) -> str:
 
 def _places(root: str, staged: bool) -> tuple:
     """The filesystem, the base a part's reported path is relative to, and the run id its name
-    carries (``""`` where its name is the same every run: a local staging folder)."""
+    carries: a published part's name carries it, so that an appending run's parts never take the
+    name of an earlier run's (``""`` for a staged part, or a root that is no run's staging)."""
     fs, base = filesystem(root)
     where = resolve(root)
-    m = _STAGING_ROOT.fullmatch(where.name) if isinstance(where, Remote) else None
+    remote = isinstance(where, Remote)
+    m = (_STAGING_ROOT if remote else _LOCAL_STAGING_ROOT).fullmatch(where.name)
     if m is None or staged:
         return fs, base, ""
-    return fs, base.rsplit("/", 1)[0], m["run_id"]
+    return fs, base.rsplit("/", 1)[0] if remote else base, m["run_id"]
 
 
 class Sink:

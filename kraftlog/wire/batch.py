@@ -8,6 +8,7 @@ derived from ``BatchHeader``, and records are read by a straight-line varint loo
 
 import struct
 from dataclasses import dataclass
+from operator import attrgetter
 
 from construct import Array, Bytes, If, Int8sb, Int16sb, Int32sb, Int32ub, Int64sb, Struct, this
 
@@ -150,21 +151,22 @@ class Batch:
     base_sequence = _header_field(11)
     records_count = _header_field(12)
 
+    # the properties below read ``header`` directly: they are called per batch on every path
+
     @property
     def size(self) -> int:
-        return self.batch_length + LOG_OVERHEAD
+        return self.header[1] + LOG_OVERHEAD
 
     @property
     def last_offset(self) -> int:
-        return self.base_offset + self.last_offset_delta
+        h = self.header
+        return h[0] + h[6]
 
-    @property
-    def is_valid(self) -> bool:
-        return self.crc_valid
+    is_valid = property(attrgetter("crc_valid"), doc="whether the CRC holds")
 
     @property
     def compression(self) -> int:
-        return self.attributes & COMPRESSION_MASK
+        return self.header[5] & COMPRESSION_MASK
 
     @property
     def compression_name(self) -> str:
@@ -172,30 +174,29 @@ class Batch:
 
     @property
     def timestamp_type(self) -> str:
-        return "LogAppendTime" if self.attributes & TIMESTAMP_TYPE_BIT else "CreateTime"
+        return "LogAppendTime" if self.header[5] & TIMESTAMP_TYPE_BIT else "CreateTime"
 
     @property
     def is_transactional(self) -> bool:
-        return bool(self.attributes & TRANSACTIONAL_BIT)
+        return self.header[5] & TRANSACTIONAL_BIT != 0
 
     @property
     def is_control(self) -> bool:
-        return bool(self.attributes & CONTROL_BIT)
+        return self.header[5] & CONTROL_BIT != 0
 
     @property
     def delete_horizon_ms(self) -> int | None:
-        return self.base_timestamp if self.attributes & DELETE_HORIZON_BIT else None
+        h = self.header
+        return h[7] if h[5] & DELETE_HORIZON_BIT else None
 
     @property
     def last_sequence(self) -> int:
-        if self.base_sequence == NO_SEQUENCE:
-            return NO_SEQUENCE
-        return increment_sequence(self.base_sequence, self.last_offset_delta)
+        h = self.header
+        return NO_SEQUENCE if h[11] == NO_SEQUENCE else increment_sequence(h[11], h[6])
 
     def record_sequence(self, record: Record) -> int:
-        if self.base_sequence == NO_SEQUENCE:
-            return NO_SEQUENCE
-        return increment_sequence(self.base_sequence, record.offset_delta)
+        base = self.header[11]
+        return NO_SEQUENCE if base == NO_SEQUENCE else increment_sequence(base, record.offset_delta)
 
 
 # --- Decoding ------------------------------------------------------------------------------
@@ -228,28 +229,37 @@ def decode_batch_at(
     max_decompressed: int = codecs.DEFAULT_MAX_DECOMPRESSED,
     verify_crc: bool = True,
     records: bool = True,
+    header: tuple | None = None,
 ) -> Batch:
     """Decode the batch at ``buf[i:]``, whose header the caller has found sane and whole.
 
     A CRC mismatch marks the batch invalid but its records are still decoded while the framing
     holds; a framing or codec failure is kept in ``Batch.error`` with the records read before it.
-    With ``records=False`` only the header and CRC are read (directory scans).
+    With ``records=False`` only the header and CRC are read (directory scans). ``header`` is
+    ``HEADER.unpack_from(buf, i)`` when the caller has it already.
     """
-    header = HEADER.unpack_from(buf, i)
-    batch = Batch(position, header)
+    if header is None:
+        header = HEADER.unpack_from(buf, i)
     end = i + header[1] + LOG_OVERHEAD
-    if verify_crc:
-        # a small slice copies faster than a memoryview is made; large batches are not copied
-        covered = buf[i + CRC_START : end] if end - i < 4096 else memoryview(buf)[i + CRC_START : end]
-        batch.crc_valid = crc32c(covered) == header[4]
-    count = header[12]
+    # a small slice copies faster than a memoryview is made; large batches are not copied
+    crc_valid = not verify_crc or crc32c(
+        buf[i + CRC_START : end] if end - i < 4096 else memoryview(buf)[i + CRC_START : end]) == header[4]
     if not records:
-        return batch
+        return Batch(position, header, crc_valid)
+    count = header[12]
+    attributes = header[5]
+    payload = buf[i + HEADER_SIZE : end]
+    if count == 1 and not attributes & COMPRESSION_MASK:
+        parsed = _SMALL_PAYLOADS.get(payload)
+        if parsed is not None:  # a single-record payload seen before: no parse
+            key, value, headers, rattrs, ts_delta, offset_delta, rsize = parsed
+            ts = header[8] if attributes & TIMESTAMP_TYPE_BIT else header[7] + ts_delta
+            return Batch(position, header, crc_valid, [Record(header[0] + offset_delta, ts, key, value, headers,
+                                                              rattrs, ts_delta, offset_delta, rsize)])
+    batch = Batch(position, header, crc_valid)
     if count < 0:
         batch.error = f"CorruptRecordException: invalid record count {count}"
         return batch
-    payload = buf[i + HEADER_SIZE : end]
-    attributes = header[5]
     if attributes & COMPRESSION_MASK:
         try:
             payload = codecs.decompress(attributes & COMPRESSION_MASK, payload, max_decompressed)
