@@ -32,8 +32,8 @@ import numpy as np
 from kafka.record import MemoryRecords
 
 from kraftlog.files.reader import Region, read_log_file
+from kraftlog.files.walk import walk
 from kraftlog.schema import decode_control, decode_metadata
-from kraftlog.spark.walk import walk
 from kraftlog.wire.batch import CONTROL_BIT
 
 

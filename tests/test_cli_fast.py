@@ -220,8 +220,9 @@ def test_report_noop_fast_path_writes_the_same_page(quiet_log, tmp_path, monkeyp
 
 def test_noops_inside_a_transaction_wait_with_it():
     """A NoOp between Begin- and EndTransactionRecord is held as ``apply`` holds it: not the short way."""
+    from kraftlog.files.records import is_no_op
     from kraftlog.schema import encode_metadata
-    from kraftlog.state.image import ClusterImage, is_no_op
+    from kraftlog.state.image import ClusterImage
 
     image = ClusterImage.empty()
     image.apply(_decoded(encode_metadata("BEGIN_TRANSACTION_RECORD", 0, {"name": "t"})), 0, 1, 1)

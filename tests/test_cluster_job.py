@@ -8,11 +8,11 @@ import pytest
 
 from cluster_support import run_job, s3, same_delta_tables, spark_cluster  # noqa: F401
 from kraftlog.files.storage import Source
+from kraftlog.files.walk import walk
 from kraftlog.spark import guard
 from kraftlog.spark.discover import discover
 from kraftlog.spark.job import Options, run
 from kraftlog.spark.sink import STAGING
-from kraftlog.spark.walk import walk
 from spark_support import fixtures, spark  # noqa: F401
 
 pytestmark = pytest.mark.spark
@@ -24,7 +24,7 @@ from kraftlog.spark import guard
 from kraftlog.spark.discover import discover
 from kraftlog.spark.passes import _meta, _read
 from kraftlog.spark.sink import STAGING
-from kraftlog.spark.walk import walk
+from kraftlog.files.walk import walk
 
 inv = discover([sys.argv[1]])
 meta = _meta(inv)

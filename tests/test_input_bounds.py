@@ -16,9 +16,9 @@ from kraftlog.cli import render
 from kraftlog.cli.main import main
 from kraftlog.cli.render import printable
 from kraftlog.files.reader import DEFAULT_MAX_RECORDS_PER_BATCH, Limits, read_log_stream
+from kraftlog.files.walk import walk
 from kraftlog.schema import encode_metadata
 from kraftlog.schema.records import NOOP_VALUE
-from kraftlog.spark.walk import walk
 from kraftlog.wire.batch import Record, encode_batch
 from kraftlog.wire.codecs import ZSTD
 

@@ -10,10 +10,10 @@ import pytest
 
 from conftest import NO_CORPUS, corpus_log_files
 from kraftlog.files import storage
+from kraftlog.files import walk as walk_module
 from kraftlog.files.reader import Limits, Region, read_log_stream
 from kraftlog.files.storage import Source
-from kraftlog.spark import walk as walk_module
-from kraftlog.spark.walk import HEADER_LAYOUT, WINDOW, walk, walk_source
+from kraftlog.files.walk import HEADER_LAYOUT, WINDOW, walk, walk_source
 from kraftlog.wire.batch import CRC_START, HEADER_SIZE, TIMESTAMP_TYPE_BIT, Record, encode_batch
 from kraftlog.wire.codecs import GZIP
 from kraftlog.wire.crc import crc32c
@@ -191,6 +191,16 @@ def test_a_file_read_in_windows_walks_as_the_reader_reads_it(name, chunk, tmp_pa
     limits = Limits(max_batch_bytes=_largest_batch(buf) + 1)
     (tmp_path / "f.log").write_bytes(buf)
     assert by_source(tmp_path / "f.log", limits, chunk, window=limits.max_batch_bytes) == by_reader(buf, limits)
+
+
+@pytest.mark.parametrize("name", list(ALL_SHAPES))
+def test_windows_smaller_than_a_batch(name, tmp_path):
+    """A window shorter than the batch it starts with is read again as long as that batch (the
+    commands walk in windows of a MiB, below the largest batch allowed); damage still goes to the reader."""
+    buf = ALL_SHAPES[name]
+    (tmp_path / "f.log").write_bytes(buf)
+    for window in (HEADER_SIZE, 200, 1000):
+        assert by_source(tmp_path / "f.log", Limits(), 5, window=window) == by_reader(buf), window
 
 
 @pytest.mark.skipif(not REAL_METADATA, reason=NO_CORPUS)

@@ -12,15 +12,18 @@ from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import TextIO
 
+import numpy as np
+
 from kraftlog.cli import main, progress, render
 from kraftlog.files.paths import LogFile, classify, log_files_under
 from kraftlog.files.reader import FileChangedError, Limits, Region, open_regular, read_log_file
 from kraftlog.files.records import iter_entries, unreadable
+from kraftlog.files.walk import walk_file
 from kraftlog.schema import MetadataRecord, decode_control, decode_metadata, entity_of
 from kraftlog.schema.control import BY_ID as CONTROL_TYPES
 from kraftlog.schema.metadata import BY_API_KEY, BY_TYPE_NAME
 from kraftlog.schema.redact import hides_value, redact
-from kraftlog.wire.batch import DELETE_HORIZON_BIT, LOG_OVERHEAD, Batch, Record
+from kraftlog.wire.batch import CONTROL_BIT, DELETE_HORIZON_BIT, LOG_OVERHEAD, Batch, Record
 
 
 @dataclass(slots=True)
@@ -354,6 +357,8 @@ def dump_file(lf: LogFile, out: TextIO, opts: DumpOptions, stats: "Stats | None"
         out.write("\n".join(render.file_header_text(lf)) + "\n")
     out.flush()
     metadata = {"metadata": True, "raw": False}.get(opts.decoder, lf.is_metadata)
+    if quiet and metadata and not opts.filtering and _stats_walked(lf, opts.limits, s, stats):
+        return s
     sniffed = opts.decoder != "auto" or lf.is_metadata
     memo: dict = {}
     where = lf.path.name
@@ -461,6 +466,44 @@ def dump_file(lf: LogFile, out: TextIO, opts: DumpOptions, stats: "Stats | None"
     return s
 
 
+def _stats_walked(lf: LogFile, limits: Limits, s: FileSummary, stats: "Stats") -> bool:
+    """``--stats`` of a metadata file, every record kept, counted from the columnar walk
+    (``files.walk``): each distinct record of a walk read once and counted as often as it occurs.
+    False, with nothing counted, for a file that is not local, not all whole CRC-valid batches read
+    without error, or not the size it had when opened: the reader then counts it and says what is wrong."""
+    if not isinstance(lf.path, Path):
+        return False
+    mine, found = Stats(), FileSummary(bytes=s.bytes)
+    try:
+        for w in walk_file(lf.path, limits):
+            if w.regions or not w.crc_valid.all() or w.errors.count(None) != w.count:
+                return False
+            h = w.header
+            mine.add_batches(h["batchLength"] + LOG_OVERHEAD, h["maxTimestamp"])
+            control = ((h["attributes"] & CONTROL_BIT) != 0)[w.rec_batch]
+            keys, first, counts = np.unique(w.rec_kv * 2 + control, return_index=True, return_counts=True)
+            for _, k, n in sorted(zip(first.tolist(), keys.tolist(), counts.tolist(), strict=True)):
+                key, value = w.kv[k >> 1]
+                rec = (decode_control(key or b"", value or b"") if k & 1 else
+                       None if value is None else decode_metadata(value))
+                found.records += n
+                if isinstance(rec, MetadataRecord) and rec.decoded_as is not None:
+                    found.newer[rec.newer_note] = found.newer.get(rec.newer_note, 0) + n
+                if rec is not None and rec.error:
+                    found.undecodable += n
+                    found.errors += n
+                mine.add_record(rec, n)
+    except (OSError, FileChangedError):
+        return False
+    if mine.bytes != s.bytes:
+        return False
+    found.batches, found.valid_bytes = mine.batches, mine.bytes
+    for f in dataclasses.fields(s):
+        setattr(s, f.name, getattr(found, f.name))
+    stats.update(mine)
+    return True
+
+
 class Stats:
     """Counts by record type and version, batch sizes, time span and NoOp share, in bounded memory."""
 
@@ -473,10 +516,37 @@ class Stats:
         self.first_ms: int | None = None
         self.last_ms: int | None = None
 
-    def add_record(self, rec) -> None:
-        self.records += 1
+    def add_record(self, rec, n: int = 1) -> None:
+        self.records += n
         key = ("RAW", 0) if rec is None else (rec.type, getattr(rec, "version", 0))
-        self.types[key] += 1
+        self.types[key] += n
+
+    def update(self, other: "Stats") -> None:
+        """Add what ``other`` counted (of later batches)."""
+        self.records += other.records
+        self.types.update(other.types)
+        if other.batches:
+            self.add_span(other.batches, other.bytes, other.size_min, other.size_max, other.first_ms, other.last_ms)
+            self.size_buckets.update(other.size_buckets)
+
+    def add_span(self, batches: int, size: int, low: int, high: int, first_ms: int | None, last_ms: int | None) -> None:
+        self.batches += batches
+        self.bytes += size
+        self.size_min = low if self.size_min is None else min(self.size_min, low)
+        self.size_max = max(self.size_max, high)
+        if first_ms is not None:
+            self.first_ms = first_ms if self.first_ms is None else min(self.first_ms, first_ms)
+            self.last_ms = last_ms if self.last_ms is None else max(self.last_ms, last_ms)
+
+    def add_batches(self, sizes: np.ndarray, max_timestamps: np.ndarray) -> None:
+        """``add_batch`` of batches given as columns of their sizes and maxTimestamps."""
+        if not len(sizes):
+            return
+        timed = max_timestamps[max_timestamps > 0]
+        self.add_span(len(sizes), int(sizes.sum()), int(sizes.min()), int(sizes.max()),
+                      int(timed.min()) if len(timed) else None, int(timed.max()) if len(timed) else None)
+        for size, n in zip(*(a.tolist() for a in np.unique(sizes, return_counts=True)), strict=True):
+            self.size_buckets[1 << (size - 1).bit_length()] += n
 
     def add_batch(self, batch: Batch) -> None:
         self.batches += 1

@@ -5,7 +5,7 @@ import sys
 
 from kraftlog.cli import main, target
 from kraftlog.cli.render import dumps, iso_time
-from kraftlog.files.records import ReadProblems
+from kraftlog.files.records import NoOps, ReadProblems
 from kraftlog.schema import MetadataRecord, entity_of
 from kraftlog.schema.redact import redact
 from kraftlog.state.configs import type_of
@@ -116,7 +116,11 @@ def run(args) -> int:
     pending: list[int] = []
     shown = 0
     last = None
-    for e in log_entries(log, start, limits, problems, args.apply_invalid):
+    for e in log_entries(log, start, limits, problems, args.apply_invalid, runs=True):
+        if type(e) is NoOps:  # no NoOp is about an entity
+            last = e.last
+            image.pass_over_all(e)
+            continue
         last = e.offset
         rec = e.record
         image.apply(rec, e.offset, e.timestamp, e.epoch)

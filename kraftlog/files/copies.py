@@ -18,7 +18,7 @@ from kraftlog.files.coverage import Divergence, compare_copies, identical
 from kraftlog.files.logdir import NodeDir
 from kraftlog.files.paths import LogFile
 from kraftlog.files.reader import Limits, Region, read_log_file
-from kraftlog.files.records import Entry, ReadProblems, iter_entries
+from kraftlog.files.records import Entry, NoOps, ReadProblems, iter_entries, iter_items
 
 #: Past every offset: the open end of a copy read as it is.
 NO_END = 1 << 62
@@ -159,27 +159,38 @@ class Log:
         return lines + self.notes
 
     def entries(self, start: int, limits: Limits, problems: ReadProblems,
-                apply_invalid: bool = False) -> Iterator[Entry]:
+                apply_invalid: bool = False, runs: bool = False) -> Iterator[Entry | NoOps]:
         """Records from offset ``start`` on, noting a gap where offsets jump. A batch that fails
         its CRC ends the log there (Kafka truncates the log at it on recovery) unless
-        ``apply_invalid``; ``problems.stopped_at`` says where."""
+        ``apply_invalid``; ``problems.stopped_at`` says where. ``runs``: runs of NoOpRecords come as
+        ``NoOps`` (``records.iter_items``)."""
         expected = start
         for piece in self.pieces:
             if piece.hi < start:
                 continue
-            for e in _node_entries(piece.node, max(start, piece.lo), piece.hi, limits, problems, apply_invalid):
-                if e.offset > piece.hi:
+            for e in _node_entries(piece.node, max(start, piece.lo), piece.hi, limits, problems, apply_invalid, runs):
+                first = e.offset if type(e) is Entry else int(e.offsets[0])
+                if first > piece.hi:
                     break
-                if e.offset > expected >= 0 and e.offset != expected:
-                    problems.messages.append(f"offsets {expected}-{e.offset - 1} are missing from the log")
-                expected = e.offset + 1
+                if first > expected >= 0 and first != expected:
+                    problems.messages.append(f"offsets {expected}-{first - 1} are missing from the log")
+                if type(e) is Entry:
+                    expected = e.offset + 1
+                    yield e
+                    continue
+                within = piece.hi - first + 1  # offsets of a run are consecutive
+                cut = len(e) > within
+                e = e.part(0, within) if cut else e
+                expected = e.last + 1
                 yield e
+                if cut:
+                    break
             if problems.stopped_at is not None:
                 return
 
 
 def _node_entries(node: NodeDir, start: int, until: int, limits: Limits, problems: ReadProblems,
-                  apply_invalid: bool) -> Iterator[Entry]:
+                  apply_invalid: bool, runs: bool = False) -> Iterator[Entry | NoOps]:
     """A copy's records from ``start`` on. A segment whose successor is named at or below ``start``
     holds only earlier offsets (a segment's name is its base offset, as Kafka has it): not read."""
     segments = node.segments
@@ -188,7 +199,8 @@ def _node_entries(node: NodeDir, start: int, until: int, limits: Limits, problem
             continue
         if seg.offset > until:
             return
-        yield from iter_entries(seg, limits, problems, start=start, stop_at_invalid=not apply_invalid, until=until)
+        read = iter_items if runs else iter_entries
+        yield from read(seg, limits, problems, start=start, stop_at_invalid=not apply_invalid, until=until)
         if problems.stopped_at is not None:
             return
 

@@ -201,25 +201,28 @@ def _resync(window: _Window, start: int, limits: Limits) -> int:
 
 
 def read_log_file(
-    path: "str | os.PathLike | Remote", limits: Limits = Limits(), *, records: bool = True, skip_before: int = -1
+    path: "str | os.PathLike | Remote", limits: Limits = Limits(), *, records: bool = True, skip_before: int = -1,
+    at: int = 0,
 ) -> Iterator[Batch | Region]:
     """Yield the batches and unreadable regions of one file, in file order.
 
     The file is opened read-only and no lock is taken, so a live broker's directory can be read. A
     ``storage.Remote`` (a file of an object store or HDFS) is read through the storage layer.
     ``records=False`` reads headers and CRCs only; so do batches that end before ``skip_before``.
-    Only the bytes it had when opened are read; a file gone before it is opened, or ending before
+    ``at``: the position of a batch the reader reached from the start through whole CRC-valid batches
+    (what it yields from there is what it would yield after them). Only the bytes it had when opened are read; a file gone before it is opened, or ending before
     that size while read (a broker's retention or truncation) raises ``FileChangedError``, and one
     that is not a regular file ``NotRegularFileError`` (it is opened without blocking, so a FIFO
     cannot hang the read).
     """
     if isinstance(path, Remote):  # through pyarrow.fs, in ranged reads (see ``storage``)
         with Source(path) as src:
-            yield from read_log_stream(src.stream(0), src.size, limits, records=records, skip_before=skip_before)
+            yield from read_log_stream(src.stream(0), src.size, limits, records=records, skip_before=skip_before,
+                                       at=at)
         return
     with open_regular(path) as f:
         yield from read_log_stream(f, os.fstat(f.fileno()).st_size, limits, records=records,
-                                   skip_before=skip_before)
+                                   skip_before=skip_before, at=at)
 
 
 def open_regular(path: str | os.PathLike):
@@ -253,14 +256,14 @@ def file_size(path: str | os.PathLike) -> int:
 
 
 def read_log_stream(
-    f, size: int, limits: Limits = Limits(), *, records: bool = True, skip_before: int = -1
+    f, size: int, limits: Limits = Limits(), *, records: bool = True, skip_before: int = -1, at: int = 0
 ) -> Iterator[Batch | Region]:
     """``read_log_file`` over an open binary file object of known size."""
     window = _Window(f, size)
     max_length = limits.max_batch_bytes - LOG_OVERHEAD
     max_records, max_decompressed = limits.max_records_per_batch, limits.max_decompressed
     unpack_prefix, unpack_header = _PREFIX.unpack_from, HEADER.unpack_from
-    pos = 0
+    pos = at
     last = None  # the batch just yielded, a run's template
     streak, need = 0, _RUN_AFTER  # batches of its size in a row before it; how many before a run is tried
     ahead = _RUN_AHEAD  # how many batches a run looks at: doubled while runs fill it

@@ -3,17 +3,32 @@
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
 
 from kraftlog.files.paths import LogFile
 from kraftlog.files.reader import Limits, Region, read_log_file
+from kraftlog.files.walk import walk_file
 from kraftlog.schema import ControlRecord, MetadataRecord, decode_control, decode_metadata
+from kraftlog.schema.metadata import BY_TYPE_NAME
+from kraftlog.wire.batch import CONTROL_BIT, LOG_OVERHEAD
+
+NO_OP = "NO_OP_RECORD"
+_NO_OP_API_KEY = BY_TYPE_NAME[NO_OP].api_key
 
 
 def unreadable(path: os.PathLike, e: OSError) -> str:
     """One line naming a file kraftlog could not open or read, and why (permission denied, a directory
     where a file should be, an I/O error)."""
     return f"{path}: cannot read: {e.strerror or e}"
+
+
+def is_no_op(rec: Any) -> bool:
+    """A NoOpRecord that decoded, told by its api key (most of a quiet log: replaying it only advances
+    the image, ``ClusterImage.pass_over``)."""
+    return type(rec) is MetadataRecord and rec.api_key == _NO_OP_API_KEY and rec.error is None
 
 
 class Entry(NamedTuple):
@@ -36,18 +51,131 @@ class ReadProblems:
         self.messages.append(f"{lf.path.name}: {message}")
 
 
-def iter_entries(
+@dataclass(frozen=True, slots=True)
+class NoOps:
+    """Records of consecutive offsets, each a NoOpRecord of the same bytes (``value``), as columns:
+    replaying them only advances the image, so they need not become objects. ``entries()`` gives
+    them one by one where a consumer must take them so (inside a metadata transaction)."""
+
+    value: bytes
+    offsets: np.ndarray
+    timestamps: np.ndarray
+    epochs: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    @property
+    def last(self) -> int:
+        return int(self.offsets[-1])
+
+    def part(self, lo: int, hi: int | None = None) -> "NoOps":
+        """Records ``lo``..``hi`` (a slice) of the run."""
+        return NoOps(self.value, self.offsets[lo:hi], self.timestamps[lo:hi], self.epochs[lo:hi])
+
+    def entries(self) -> Iterator[Entry]:
+        for offset, timestamp, epoch in zip(self.offsets.tolist(), self.timestamps.tolist(), self.epochs.tolist(),
+                                            strict=True):
+            yield Entry(decode_metadata(self.value), offset, timestamp, epoch)
+
+
+def iter_items(
     lf: LogFile, limits: Limits = Limits(), problems: ReadProblems | None = None, start: int = -1,
     stop_at_invalid: bool = False, until: int | None = None,
+) -> Iterator[Entry | NoOps]:
+    """``iter_entries``, with runs of NoOpRecords as ``NoOps``, read by the columnar walk
+    (``files.walk``) where the file is local and every batch up to ``until`` is whole, CRC-valid and
+    readable; at the first walk of batches that is not (a region, a CRC mismatch, a batch error),
+    the reader takes over from where the last clean walk ended, so problems are the reader's."""
+    if not isinstance(lf.path, Path):  # a store's file: the reader's way
+        yield from iter_entries(lf, limits, problems, start, stop_at_invalid, until)
+        return
+    resume = yield from _walked(lf, limits, start, until)
+    if resume is not None:
+        yield from iter_entries(lf, limits, problems, start, stop_at_invalid, until, at=resume)
+
+
+def _walked(lf: LogFile, limits: Limits, start: int, until: int | None):
+    """The clean walks' items; returns the position the reader takes over at (None: the file is done)."""
+    end = 1 << 62 if until is None else until
+    want = None if start <= 0 and until is None else [(max(start, 0), end)]
+    resume = 0
+    walks = walk_file(lf.path, limits, want)
+    try:
+        while True:
+            try:
+                w = next(walks, None)
+            except OSError:  # the reader meets it again, and says what it is
+                return resume
+            if w is None:
+                return None
+            h = w.header
+            base = h["baseOffset"]
+            stop = int(np.argmax(base > end)) if until is not None and (base > end).any() else w.count
+            limit = int(w.positions[stop]) if stop < w.count else 1 << 62
+            if (any(r.position < limit for r in w.regions) or not w.crc_valid[:stop].all()
+                    or w.errors[:stop].count(None) != stop):
+                return resume
+            if stop < w.count:
+                yield from _items(w, stop, start)
+                return None
+            yield from _items(w, stop, start)
+            if w.count:
+                resume = int(w.positions[-1]) + int(h["batchLength"][-1]) + LOG_OVERHEAD
+    finally:
+        walks.close()  # the file, at once
+
+
+def _items(w, stop: int, start: int) -> Iterator[Entry | NoOps]:
+    """The records of a clean walk's first ``stop`` batches at or after ``start``."""
+    keep = (w.rec_batch < stop) & (w.rec_offset >= start)
+    batch, offsets, timestamps, kv = w.rec_batch[keep], w.rec_offset[keep], w.rec_timestamp[keep], w.rec_kv[keep]
+    if not len(batch):
+        return
+    h = w.header
+    control = ((h["attributes"] & CONTROL_BIT) != 0)[batch]
+    epochs = h["partitionLeaderEpoch"][batch].astype(np.int64)
+    decoded: dict[int, MetadataRecord] = {}  # a value's first record, decoded to tell NoOps
+    no_op = np.zeros(len(w.kv), bool)
+    for k in np.unique(kv[~control]).tolist():
+        rec = decoded[k] = decode_metadata(w.kv[k][1] or b"")
+        no_op[k] = is_no_op(rec)
+    run_key = np.where(no_op[kv] & ~control, kv, -1)
+    same = (run_key[1:] == run_key[:-1]) & (offsets[1:] == offsets[:-1] + 1) & (run_key[1:] >= 0)
+    starts = np.flatnonzero((run_key >= 0) & np.concatenate([[True], ~same])).tolist()
+    ends = (np.flatnonzero((run_key >= 0) & np.concatenate([~same, [True]])) + 1).tolist()
+    offset_list, ts_list, epoch_list, kv_list = offsets.tolist(), timestamps.tolist(), epochs.tolist(), kv.tolist()
+    control_list = control.tolist()
+    at = 0
+    for a, z in [*zip(starts, ends, strict=True), (len(kv_list), len(kv_list))]:
+        for i in range(at, a):
+            k = kv_list[i]
+            if control_list[i]:
+                key, value = w.kv[k]
+                rec = decode_control(key or b"", value or b"")
+            else:
+                rec = decoded.pop(k, None)
+                if rec is None:  # a value seen before in the walk: a record object of its own
+                    rec = decode_metadata(w.kv[k][1] or b"")
+            yield Entry(rec, offset_list[i], ts_list[i], epoch_list[i])
+        if a < z:
+            yield NoOps(w.kv[kv_list[a]][1], offsets[a:z], timestamps[a:z], epochs[a:z])
+        at = z
+
+
+def iter_entries(
+    lf: LogFile, limits: Limits = Limits(), problems: ReadProblems | None = None, start: int = -1,
+    stop_at_invalid: bool = False, until: int | None = None, at: int = 0,
 ) -> Iterator[Entry]:
     """Decoded records of one file with ``start`` <= offset (<= ``until``: nothing after it is read);
     unreadable parts go to ``problems``, and so does a file that cannot be opened or read to its end
     (without ``problems`` that raises ``OSError``).
 
     ``stop_at_invalid``: end at the first batch that fails its CRC, as Kafka truncates a log there
-    on recovery (``problems.stopped_at`` says where; ``problems`` is then required)."""
+    on recovery (``problems.stopped_at`` says where; ``problems`` is then required). ``at``: where the
+    reader starts (``read_log_file``)."""
     try:
-        for item in read_log_file(lf.path, limits, skip_before=start):
+        for item in read_log_file(lf.path, limits, skip_before=start, at=at):
             if isinstance(item, Region):
                 if problems is not None:
                     problems.add(lf, f"{item.length} bytes at {item.position} skipped ({item.reason}: {item.detail})")

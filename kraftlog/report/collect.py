@@ -10,10 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from kraftlog.files.copies import Log
 from kraftlog.files.logdir import NodeDir
 from kraftlog.files.reader import Limits
-from kraftlog.files.records import Entry, ReadProblems
+from kraftlog.files.records import NO_OP, Entry, NoOps, ReadProblems, is_no_op
 from kraftlog.report.model import (
     HEALTH,
     BrokerLane,
@@ -34,7 +36,7 @@ from kraftlog.state.acls import OPERATIONS, PERMISSION_TYPES
 from kraftlog.state.brokers import broker_state
 from kraftlog.state.configs import BROKER, TOPIC, resource_key
 from kraftlog.state.features import METADATA_VERSION, ZK_MIGRATION_STATES, metadata_version_name
-from kraftlog.state.image import ABORT, END, NO_OP, ClusterImage, is_no_op
+from kraftlog.state.image import ABORT, END, ClusterImage
 from kraftlog.state.quotas import entity_key, entity_of
 from kraftlog.state.rebuild import as_log, earliest_base, log_entries, starting_point
 
@@ -66,8 +68,11 @@ def collect(source: NodeDir | Log, *, limits: Limits = Limits(), max_buckets: in
     model = Timeline(where, log.cluster_id, log.node.node_id if single else None,
                      described if single else f"{described}, {log.name}")
     walker = _Walker(model, image, max_buckets, redact)
-    for entry in log_entries(log, start, limits, problems, apply_invalid):
-        walker.add(entry)
+    for entry in log_entries(log, start, limits, problems, apply_invalid, runs=FAST_NOOPS):
+        if type(entry) is NoOps:
+            walker.add_no_ops(entry)
+        else:
+            walker.add(entry)
     walker.finish()
     for message in problems.messages + [f"offset {p.offset} {p.type}: {p.message}" for p in image.problems]:
         model.problems.append(message)
@@ -183,9 +188,41 @@ class _Walker:
         if self.health_moved:
             self._health_moved(e)
 
-    def _count(self, ts: int, offset: int, kind: str) -> None:
+    def add_no_ops(self, run: NoOps) -> None:
+        """``add`` of each NoOp of the run: outside a transaction and below a new epoch, counted per
+        stretch of one bucket at once; a NoOp that begins an epoch, and any inside a transaction,
+        through ``add``."""
+        while len(run):
+            if self.epoch is None or self.image.transaction is not None:
+                for e in run.entries():
+                    self.add(e)
+                return
+            higher = run.epochs > self.epoch.epoch
+            n = int(np.argmax(higher)) if higher.any() else len(run)
+            if n:
+                self._count_no_ops(run.part(0, n))
+            if n == len(run):
+                return
+            self.add(next(run.part(n, n + 1).entries()))
+            run = run.part(n + 1)
+
+    def _count_no_ops(self, run: NoOps) -> None:
+        model = self.model
+        self.image.pass_over_all(run)
+        model.records += len(run)
+        model.type_totals[NO_OP] += len(run)
+        model.last_offset = run.last
+        ts = run.timestamps
+        slot = np.where(ts > 0, ts // model.width, -1)  # records of one slot stay in one as buckets widen
+        cuts = (np.flatnonzero(slot[1:] != slot[:-1]) + 1).tolist()
+        offsets = run.offsets.tolist()
+        for a, z in zip([0, *cuts], [*cuts, len(run)], strict=True):
+            self._count(int(ts[a]), offsets[a], NO_OP, z - a, offsets[z - 1])
+
+    def _count(self, ts: int, offset: int, kind: str, n: int = 1, last: int | None = None) -> None:
+        """Count ``n`` records of ``kind`` from ``offset`` to ``last`` (one bucket's) at time ``ts``."""
         if ts <= 0:
-            self.model.untimed += 1
+            self.model.untimed += n
             return
         buckets = self.model.buckets
         idx = ts // self.model.width
@@ -201,9 +238,9 @@ class _Walker:
             bucket = buckets.get(idx)
             if bucket is None:
                 bucket = buckets[idx] = Bucket(offset, offset)
-        bucket.records += 1
-        bucket.last_offset = offset
-        bucket.types[kind] += 1
+        bucket.records += n
+        bucket.last_offset = offset if last is None else last
+        bucket.types[kind] += n
 
     def _widen(self) -> None:
         """Merge buckets into wider ones until the span fits the cap."""

@@ -25,9 +25,9 @@ from pyspark.sql.types import (
 
 from kraftlog.files.copies import copy_order, minus
 from kraftlog.files.logdir import read_leader_epoch_checkpoint
+from kraftlog.files.walk import overlaps
 from kraftlog.spark.decode import BLOCK_OFFSETS
 from kraftlog.spark.discover import Inventory
-from kraftlog.spark.walk import overlaps
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 
 from kraftlog.files.reader import Limits, too_many_records
 from kraftlog.files.storage import Source, Stat, StorageError
+from kraftlog.files.walk import Walk, overlaps, walk
 from kraftlog.schema import decode_control, decode_metadata, entity_of, redact
 from kraftlog.schema.records import tags_json
 from kraftlog.schema.render import b64
@@ -29,7 +30,6 @@ from kraftlog.spark.entities import REPLAYED_TYPES
 from kraftlog.spark.events import EVENTS, EVENTS_TABLE, SOURCE, controller_rows, routed
 from kraftlog.spark.sink import Parts, Sink, read_staged
 from kraftlog.spark.transactions import COMMITTED
-from kraftlog.spark.walk import Walk, overlaps, walk
 from kraftlog.state.image import ABORT, BEGIN, END
 from kraftlog.wire.batch import (
     COMPRESSION_MASK,

@@ -41,6 +41,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from kraftlog.files.reader import DEFAULT_MAX_BATCH_BYTES, Limits
 from kraftlog.files.storage import StorageError
+from kraftlog.files.walk import walk
 from kraftlog.spark import copies, passes, tables
 from kraftlog.spark.decode import (
     BATCHES,
@@ -59,7 +60,6 @@ from kraftlog.spark.discover import Inventory, discover
 from kraftlog.spark.guard import new_run_id
 from kraftlog.spark.job import _with_cluster, choose, context, supplied_notes
 from kraftlog.spark.sink import Parts
-from kraftlog.spark.walk import walk
 from kraftlog.wire.codecs import DEFAULT_MAX_DECOMPRESSED
 
 NAME = "kraftlog"

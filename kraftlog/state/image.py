@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kraftlog.schema.metadata import BY_TYPE_NAME
+from kraftlog.files.records import NoOps
 from kraftlog.schema.records import MetadataRecord, key_fields
 from kraftlog.state.acls import Acls
 from kraftlog.state.brokers import Brokers
@@ -28,13 +28,6 @@ ABORT = "ABORT_TRANSACTION_RECORD"
 #: Records that change nothing in the image (they still advance its provenance). Kafka ignores
 #: control types it does not know; an unknown metadata api key arrives with ``error`` set instead.
 _NO_EFFECT = ("NO_OP_RECORD", "SNAPSHOT_HEADER", "SNAPSHOT_FOOTER", "ABORT", "COMMIT", "UNKNOWN")
-NO_OP = "NO_OP_RECORD"
-_NO_OP_API_KEY = BY_TYPE_NAME[NO_OP].api_key
-
-
-def is_no_op(rec: Any) -> bool:
-    """A NoOpRecord that decoded, told by its api key (most of a quiet log: ``pass_over`` is its replay)."""
-    return type(rec) is MetadataRecord and rec.api_key == _NO_OP_API_KEY and rec.error is None
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +125,16 @@ class ClusterImage:
         self.raft.observe_epoch(epoch)
         self.provenance = Provenance(offset, epoch, timestamp)
         return True
+
+    def pass_over_all(self, run: NoOps) -> None:
+        """``apply`` of each of a run of NoOps: ``pass_over`` of the last (its epoch the run's highest,
+        which is what observing each in turn leaves), or each applied inside a transaction."""
+        if self.transaction is None:
+            self.raft.observe_epoch(int(run.epochs.max()))
+            self.provenance = Provenance(run.last, int(run.epochs[-1]), int(run.timestamps[-1]))
+            return
+        for e in run.entries():
+            self.apply(e.record, e.offset, e.timestamp, e.epoch)
 
     def _run(self, handler: Callable[[dict], None], rec: Any, offset: int) -> None:
         try:

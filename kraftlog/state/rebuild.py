@@ -5,7 +5,7 @@ take the latest clean snapshot at or below the target instead, so answering cost
 that snapshot, not the whole history.
 """
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,7 +14,7 @@ from kraftlog.files.copies import Log
 from kraftlog.files.logdir import NodeDir
 from kraftlog.files.paths import LogFile, classify
 from kraftlog.files.reader import Limits
-from kraftlog.files.records import Entry, ReadProblems, iter_entries, unreadable
+from kraftlog.files.records import Entry, NoOps, ReadProblems, iter_entries, unreadable
 from kraftlog.state.image import ClusterImage
 from kraftlog.state.replay import ReplayResult, load_snapshot, replay
 
@@ -62,13 +62,6 @@ def load_checkpoint(lf: LogFile, limits: Limits = Limits(), problems: ReadProble
     return load_snapshot(iter_entries(lf, limits, problems), lf.offset, lf.epoch)
 
 
-def _until_time(entries: Iterable[Entry], time_ms: int) -> Iterator[Entry]:
-    for e in entries:
-        if e.timestamp > time_ms:
-            return
-        yield e
-
-
 class Unanswerable(ValueError):
     """A point whose state the log on disk cannot give truthfully (before anything on disk, inside
     a gap); the message names what is on disk, ``problems`` what could not be read on the way
@@ -84,10 +77,11 @@ def as_log(source: NodeDir | Log) -> Log:
 
 
 def log_entries(source: NodeDir | Log, start: int, limits: Limits, problems: ReadProblems,
-                apply_invalid: bool = True) -> Iterator[Entry]:
+                apply_invalid: bool = True, runs: bool = False) -> Iterator[Entry | NoOps]:
     """Records of the log from offset ``start`` on, noting a gap where offsets jump
-    (``Log.entries``; ``apply_invalid=False`` stops at the first batch failing its CRC)."""
-    return as_log(source).entries(start, limits, problems, apply_invalid)
+    (``Log.entries``; ``apply_invalid=False`` stops at the first batch failing its CRC; ``runs``:
+    runs of NoOpRecords as ``NoOps``)."""
+    return as_log(source).entries(start, limits, problems, apply_invalid, runs)
 
 
 def on_disk(log: Log) -> str:
@@ -164,18 +158,6 @@ def earliest_base(source: NodeDir | Log) -> str | Path | None:
     return later[0].path if later else None
 
 
-class _Seen:
-    """Entries passed through, remembering the highest offset read (replay reads one past its end)."""
-
-    def __init__(self, entries: Iterable[Entry]) -> None:
-        self.entries, self.last = entries, -1
-
-    def __iter__(self) -> Iterator[Entry]:
-        for e in self.entries:
-            self.last = max(self.last, e.offset)
-            yield e
-
-
 def rebuild(
     source: NodeDir | Log,
     *,
@@ -199,11 +181,8 @@ def rebuild(
     problems = ReadProblems()
     image, start, described = starting_point(log, offset, time_ms, base, limits, problems)
     from_snapshot = image.provenance.offset >= 0
-    seen = _Seen(log.entries(start, limits, problems, apply_invalid))
-    entries: Iterable[Entry] = seen
-    if time_ms is not None:
-        entries = _until_time(entries, time_ms)
-    result: ReplayResult = replay(entries, image, until=offset)
+    result: ReplayResult = replay(log.entries(start, limits, problems, apply_invalid, runs=True), image,
+                                  until=offset, until_time=time_ms)
     point = f"offset {offset}" if offset is not None else "the end of the log" if time_ms is None else f"time {time_ms}"
     if not from_snapshot and result.records == 0:
         raise Unanswerable(f"{point} is before anything on disk: {on_disk(log)}", problems.messages)
@@ -213,13 +192,13 @@ def rebuild(
         later = [s.offset for s in log.snapshots if s.offset - 1 > offset]
         if problems.stopped_at is not None:
             pass  # the log ends at the invalid batch: said in problems
-        elif seen.last > offset or later:
-            found = seen.last if seen.last > offset else f"snapshot ending at offset {later[0]}"
+        elif result.last_read > offset or later:
+            found = result.last_read if result.last_read > offset else f"snapshot ending at offset {later[0]}"
             raise Unanswerable(f"offset {offset} is on no segment: the log read jumps from offset {reached} to "
                                f"{found}; {on_disk(log)}", problems.messages)
         else:  # as the Spark job's views: past the end, the state at the end, with a note
             built.notes.append(f"the log ends at offset {reached}, before the requested offset {offset}")
-    if time_ms is not None and problems.stopped_at is None and seen.last <= reached:
+    if time_ms is not None and problems.stopped_at is None and result.last_read <= reached:
         later = [s.offset for s in log.snapshots if s.offset - 1 > reached]
         if later:  # the log ran out before the time, and a snapshot shows it went on
             raise Unanswerable(f"time {time_ms} is after the last record read (offset {reached}) and the log "

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from kraftlog.files.records import Entry
-from kraftlog.state.image import ClusterImage, OpenTransaction, Provenance, is_no_op
+import numpy as np
+
+from kraftlog.files.records import Entry, NoOps, is_no_op
+from kraftlog.state.image import ClusterImage, OpenTransaction, Provenance
 from kraftlog.state.problems import Problem
 
 
@@ -14,6 +16,7 @@ from kraftlog.state.problems import Problem
 class ReplayResult:
     image: ClusterImage
     records: int
+    last_read: int = -1  # the highest offset read, the one that ended the replay included
 
     @property
     def problems(self) -> list[Problem]:
@@ -26,16 +29,39 @@ class ReplayResult:
 
 
 def replay(
-    entries: Iterable[Entry], image: ClusterImage | None = None, until: int | None = None
+    entries: Iterable[Entry | NoOps], image: ClusterImage | None = None, until: int | None = None,
+    until_time: int | None = None,
 ) -> ReplayResult:
-    """Apply the entries that come after ``image`` (an empty image if none), up to offset ``until``.
+    """Apply the entries that come after ``image`` (an empty image if none), up to offset ``until``
+    and to the last entry with a timestamp at or before ``until_time``; a run of ``NoOps`` as each
+    of its records would be.
 
     Entries at or below the image's offset are skipped: segments may start before the snapshot
     the image was loaded from."""
     image = ClusterImage.empty() if image is None else image
     after = image.provenance.offset
     count = 0
+    last_read = -1
     for entry in entries:
+        if type(entry) is NoOps:
+            offsets = entry.offsets
+            ends = np.zeros(len(entry), bool)
+            if until_time is not None:
+                ends |= entry.timestamps > until_time
+            if until is not None:
+                ends |= (offsets > after) & (offsets > until)
+            end = int(np.argmax(ends)) if ends.any() else len(entry)
+            last_read = max(last_read, int(offsets[: end + 1].max()))
+            run = entry.part(int(np.searchsorted(offsets[:end], after, side="right")), end)  # consecutive
+            if len(run):
+                image.pass_over_all(run)
+                count += len(run)
+            if end < len(entry):
+                break
+            continue
+        last_read = max(last_read, entry.offset)
+        if until_time is not None and entry.timestamp > until_time:
+            break
         if entry.offset <= after:
             continue
         if until is not None and entry.offset > until:
@@ -43,7 +69,7 @@ def replay(
         if not (is_no_op(entry.record) and image.pass_over(entry.offset, entry.timestamp, entry.epoch)):
             image.apply(entry.record, entry.offset, entry.timestamp, entry.epoch)
         count += 1
-    return ReplayResult(image, count)
+    return ReplayResult(image, count, last_read)
 
 
 def load_snapshot(entries: Iterable[Entry], end_offset: int, epoch: int) -> ClusterImage:

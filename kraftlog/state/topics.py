@@ -86,7 +86,7 @@ PARTITION_RECORD: dict[str, Init] = {
 def _directories(directories: list[str] | None, replicas: list[int]) -> list[str]:
     """``defaultToMigrating``: null, empty or all-MIGRATING directories are MIGRATING for every
     replica (pre-JBOD metadata); otherwise one per replica (the registration's constructor)."""
-    if directories is None or all(d == MIGRATING for d in directories):
+    if directories is None or directories.count(MIGRATING) == len(directories):
         return [MIGRATING] * len(replicas)
     if len(directories) != len(replicas):
         raise ReplayProblem(f"{len(directories)} directories for {len(replicas)} replicas")
@@ -132,6 +132,11 @@ def placement(old: dict, change: dict) -> tuple[list[int], list[str]]:
     return replicas, _directories(directories, replicas)
 
 
+#: ``PARTITION_CHANGE_RECORD`` without its KEY and PLACEMENT fields, as tuples (the hot loop of replay).
+_MERGED = [(name, m.rule == REPLACE, m.state, m.unchanged, m.bumps, m.state == "leaderRecoveryState")
+           for name, m in PARTITION_CHANGE_RECORD.items() if m.rule not in (KEY, PLACEMENT)]
+
+
 def merge_partition(old: dict, change: dict) -> dict:
     """The partition after a PartitionChangeRecord (reference §6.2), by ``PARTITION_CHANGE_RECORD``;
     ``old`` is left untouched.
@@ -140,18 +145,14 @@ def merge_partition(old: dict, change: dict) -> dict:
     leader, because the controller writes the current leader on purpose to fence stale replicas."""
     new = dict(old)
     new["replicas"], new["directories"] = placement(old, change)
-    for name, merge in PARTITION_CHANGE_RECORD.items():
-        value = change.get(name, merge.unchanged)
-        if merge.rule in (KEY, PLACEMENT) or value == merge.unchanged:
+    get = change.get
+    for name, replace, state, unchanged, bumps, recovery in _MERGED:
+        value = get(name, unchanged)
+        if value == unchanged:
             continue
-        if merge.rule == REPLACE:
-            new[merge.state] = list(value)
-        elif merge.state == "leaderRecoveryState":
-            new[merge.state] = _recovery_state(value)
-        else:
-            new[merge.state] = value
-        if merge.bumps is not None:
-            new[merge.bumps] = old[merge.bumps] + 1
+        new[state] = list(value) if replace else _recovery_state(value) if recovery else value
+        if bumps is not None:
+            new[bumps] = old[bumps] + 1
     new[ALWAYS_BUMPS] = old[ALWAYS_BUMPS] + 1
     return new
 

@@ -13,6 +13,7 @@ holds the two side by side.
 """
 
 import dataclasses
+import os
 import re
 import struct
 from collections.abc import Iterator
@@ -20,7 +21,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kraftlog.files.reader import Limits, Region, read_log_stream, too_many_records
+from kraftlog.files.reader import (
+    FileChangedError,
+    Limits,
+    Region,
+    open_regular,
+    read_log_stream,
+    too_many_records,
+)
 from kraftlog.files.storage import Source, Stream
 from kraftlog.wire.batch import (
     COMPRESSION_MASK,
@@ -111,10 +119,18 @@ class _Records:
 _memo: dict[bytes, tuple[int, int, bytes | None, bytes | None]] = {}
 
 
+def _rows(u8: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
+    """The ``width`` bytes at each of ``starts`` as rows, gathered from a view of every window of
+    ``width`` bytes (no index array of every byte: memory of the rows alone)."""
+    if not len(starts):
+        return np.zeros((0, width), np.uint8)
+    return np.lib.stride_tricks.sliding_window_view(u8, width)[starts]
+
+
 def _headers(u8: np.ndarray, positions: np.ndarray) -> dict[str, np.ndarray]:
     """Every ``BatchHeader`` field of the batches at ``positions``: their headers copied out as
     one block of rows, then each field read as a column of it."""
-    rows = u8[positions[:, None] + np.arange(HEADER_SIZE)]
+    rows = _rows(u8, positions, HEADER_SIZE)
     return {name: np.ascontiguousarray(rows[:, off : off + dt.itemsize]).view(dt)[:, 0].astype(dt.newbyteorder("="))
             for name, off, dt in HEADER_LAYOUT}
 
@@ -196,21 +212,60 @@ def walk_source(src: Source, limits: Limits = Limits(), chunk: int = 1 << 18,
                 want: list[tuple[int, int]] | None = None, window: int = WINDOW) -> Iterator[Walk]:
     """``walk`` over a file read in windows of ``window`` bytes, each walked up to the last whole
     batch in it (the next window starts there), with the file's positions; what the fast loop
-    hands to the reader is read from the file, past the window if need be. A file that is shorter
-    than when it was opened, or not the same when the walk ends, raises ``storage.Changed``."""
-    window = max(window, limits.max_batch_bytes)
+    hands to the reader is read from the file, past the window if need be; a window holds at least
+    the batch it starts with. A file that is shorter than when it was opened, or not the same when
+    the walk ends, raises ``storage.Changed``."""
+    window = max(window, HEADER_SIZE)
     start = 0
     try:
         while start < src.size:
-            n = min(window, src.size - start)
-            buf = src.read_at(start, n)
-            if len(buf) < n:
-                raise src.changed(f"it ends at byte {start + len(buf)}, not {src.size} as when opened "
-                                  "(truncated while read)")
+            buf = _read(src, start, min(window, src.size - start))
+            _, length, _, magic = _PREFIX.unpack_from(buf) if len(buf) >= HEADER_SIZE else (0, 0, 0, 0)
+            if magic == 2 and len(buf) < length + LOG_OVERHEAD <= limits.max_batch_bytes:
+                buf = _read(src, start, min(length + LOG_OVERHEAD, src.size - start))
             start += yield from _walk(buf, limits, chunk, want, src, start)
         src.check()
     finally:
         src.close()
+
+
+def _read(src: Source, start: int, n: int) -> bytes:
+    buf = src.read_at(start, n)
+    if len(buf) < n:
+        raise src.changed(f"it ends at byte {start + len(buf)}, not {src.size} as when opened (truncated while read)")
+    return buf
+
+
+class _Local:
+    """A local file as ``walk_source`` reads a ``Source``, by the reader's rules (``read_log_file``):
+    the bytes it had when opened are read, fewer is ``FileChangedError``, bytes appended since (a live
+    broker's active segment) are not a change."""
+
+    def __init__(self, f) -> None:
+        self.f, self.size = f, os.fstat(f.fileno()).st_size
+
+    def read_at(self, at: int, n: int) -> bytes:
+        return os.pread(self.f.fileno(), n, at)
+
+    def stream(self, pos: int) -> Stream:
+        return Stream(self.read_at, pos)
+
+    def changed(self, why: str) -> FileChangedError:
+        return FileChangedError(self.f.name, self.size, os.fstat(self.f.fileno()).st_size)
+
+    def check(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.f.close()
+
+
+def walk_file(path: "str | os.PathLike", limits: Limits = Limits(), want: list[tuple[int, int]] | None = None,
+              chunk: int = 8192, window: int = 1 << 20) -> Iterator[Walk]:
+    """``walk_source`` over a local file opened as the reader opens it (``reader.open_regular``: an
+    ``OSError`` for one that is not a regular file), read as the reader reads it. The defaults keep
+    a command's memory near the reader's: a MiB of the file, a few MB of columns."""
+    yield from walk_source(_Local(open_regular(path)), limits, chunk, want, window)
 
 
 def _crosses(buf: bytes, pos: int, limits: Limits) -> bool:
@@ -294,7 +349,7 @@ def _fast_records(buf: bytes, w: Walk, slow: _Records, limits: Limits, wanted: n
     u8 = np.frombuffer(buf, np.uint8)
     for length in np.unique(size[small]).tolist():  # payloads of one length compared as byte rows
         at = np.flatnonzero(small & (size == length))
-        rows = u8[w.positions[at][:, None] + np.arange(HEADER_SIZE, HEADER_SIZE + length)]
+        rows = _rows(u8, w.positions[at] + HEADER_SIZE, length)
         distinct, first, inverse = np.unique(rows.view(np.dtype((np.void, length)))[:, 0], return_index=True,
                                              return_inverse=True)
         index = np.full(len(distinct), -1, np.int64)
