@@ -14,7 +14,7 @@ import pytest
 
 from kraftlog.cli import dump
 from kraftlog.cli.main import main
-from kraftlog.files import reader
+from kraftlog.files import reader, walk
 from kraftlog.files.paths import MAX_DEPTH, TooDeep, log_files_under, walk_tree
 from kraftlog.files.reader import FileChangedError, NotRegularFileError, read_log_file
 from kraftlog.schema import encode_metadata
@@ -65,13 +65,18 @@ def test_cli_file_shrunk_ahead_of_the_reader(tmp_path, small_window, monkeypatch
     path = tmp_path / "node" / "__cluster_metadata-0" / SEGMENT
     data = _segment(path)
     (tmp_path / "node" / "meta.properties").write_text("version=1\nnode.id=1\ncluster.id=abc\n")
-    opened = reader._Window.__init__
+    opened, walked = reader._Window.__init__, walk._Local.__init__
 
     def shrink_on_open(self, f, size):
         opened(self, f, size)
         os.truncate(path, len(data) // 10)
 
+    def shrink_on_walk(self, f):  # replay reads a clean local segment by the columnar walk
+        walked(self, f)
+        os.truncate(path, len(data) // 10)
+
     monkeypatch.setattr(reader._Window, "__init__", shrink_on_open)
+    monkeypatch.setattr(walk._Local, "__init__", shrink_on_walk)
     target = str(path) if command[0] == "dump" else str(tmp_path / "node")
     status, _, err = _cli(*command, target)
     assert status == 1
