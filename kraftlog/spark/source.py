@@ -5,7 +5,7 @@ for a notebook or any Spark program: ``register(spark)``, then
 The rows are the job's for the same input, made by the job's own code (``discover``, ``decode``,
 ``copies``), with ``run_id`` a fresh id per read (no run wrote them). The driver discovers the files
 through the storage layer; each read task reads a group of files through it as well (the job's
-``passes._groups``, by bytes), so executors need no disk in common with the driver.
+``weights.deal``, by bytes), so executors need no disk in common with the driver.
 
 ``batches``: every batch of every copy, one task per group of files. ``records``: one row per offset
 of each cluster's log, from the copy chosen there; which copy supplies each offset, the transaction
@@ -60,6 +60,7 @@ from kraftlog.spark.discover import Inventory, discover
 from kraftlog.spark.guard import new_run_id
 from kraftlog.spark.job import _with_cluster, choose, context, supplied_notes
 from kraftlog.spark.sink import Parts
+from kraftlog.spark.weights import deal
 from kraftlog.wire.codecs import DEFAULT_MAX_DECOMPRESSED
 
 NAME = "kraftlog"
@@ -197,14 +198,14 @@ class Reader(DataSourceReader):
         meta = passes._meta(inv)
         if self.table == "batches":
             sizes = passes._sizes(inv)
-            return [Files([meta[i] for i in g]) for g in passes._groups(sizes, passes.tasks(sum(sizes.values())))]
+            return [Files([meta[i] for i in g]) for g in deal(sizes, passes.tasks(sum(sizes.values())))]
         planned = _plan(inv, self.limits, self.redact, self.run_id)
         if self.table == "problems":
             at = tables.PROBLEMS_SCHEMA.fieldNames().index("cluster_id")
             return [Rows([(*r[:at], *r[at + 1 :], self.run_id, r[at]) for r in planned.problems])]
         sizes = passes._sizes(inv, planned.want)
         return [Files([meta[i] for i in g], {i: planned.want[i] for i in g}, planned.context)
-                for g in passes._groups(sizes, passes.tasks(sum(sizes.values())))]
+                for g in deal(sizes, passes.tasks(sum(sizes.values())))]
 
     def read(self, partition: InputPartition):
         if isinstance(partition, Rows):
