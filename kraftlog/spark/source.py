@@ -183,7 +183,7 @@ class _Collected:
 class _Dropped(_Collected):
     """A ``Parts`` for what the source does not return (the timelines' events)."""
 
-    def write(self, rb: pa.RecordBatch) -> None:
+    def write(self, bucket: int, rb: pa.RecordBatch) -> None:
         pass
 
 
