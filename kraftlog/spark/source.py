@@ -36,7 +36,6 @@ try:
 except ImportError:  # Python data sources came with Spark 4.0
     raise ImportError(f"the kraftlog data source needs pyspark 4.0 or newer, not {pyspark.__version__}: "
                       "run the job (kraftlog-spark) instead") from None
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 
 from kraftlog.files.reader import DEFAULT_MAX_BATCH_BYTES, Limits
@@ -59,6 +58,7 @@ from kraftlog.spark.decode import (
 from kraftlog.spark.discover import Inventory, discover
 from kraftlog.spark.guard import new_run_id
 from kraftlog.spark.job import _with_cluster, choose, context, supplied_notes
+from kraftlog.spark.session import arrow_schema
 from kraftlog.spark.sink import Parts
 from kraftlog.spark.weights import deal
 from kraftlog.wire.codecs import DEFAULT_MAX_DECOMPRESSED
@@ -190,7 +190,7 @@ class _Dropped(_Collected):
 class Reader(DataSourceReader):
     def __init__(self, path: str, table: str, schema: StructType, limits: Limits, redact: bool) -> None:
         self.path, self.table, self.limits, self.redact = path, table, limits, redact
-        self.arrow = to_arrow_schema(schema, timezone="UTC")
+        self.arrow = arrow_schema(schema)
         self.run_id = new_run_id()  # a UUIDv7, as a run's
 
     def partitions(self) -> list[InputPartition]:
