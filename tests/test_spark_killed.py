@@ -21,7 +21,7 @@ from spark_support import fixtures, table  # noqa: F401
 pytestmark = pytest.mark.spark
 
 #: Where in a run the driver is killed, as fractions of a whole run's wall time (measured first).
-MOMENTS = (0.25, 0.6, 0.9)
+MOMENTS = (0.35, 0.85)
 
 
 def _start(inp: Path, out: Path | str, cwd: Path, env: dict[str, str] | None = None,
