@@ -302,8 +302,8 @@ def repeats_of(template: Batch, positions: Iterable[int], headers: Iterable[tupl
     control = template.is_control
     for p, hh in zip(positions, headers, strict=True):
         rec = new(Record)
-        rec.offset = hh[0] + od
-        rec.timestamp = hh[ts_at] + td_add
+        rec.offset = hh[0] + od if od else hh[0]
+        rec.timestamp = hh[ts_at] + td_add if td_add else hh[ts_at]
         rec.key = key
         rec.value = value
         rec.headers = rh
