@@ -356,15 +356,25 @@ def _decode_records(batch: Batch, buf: bytes) -> None:
         if attributes > 127:
             attributes -= 256
         pos += 1
-        ts_delta, pos = read_varlong(buf, pos)
-        offset_delta, pos = read_varint(buf, pos)
+        b, c = buf[pos], buf[pos + 1]  # inside the body: it has 5 more bytes at least
+        if b < 0x80 and c < 0x80:  # one-byte timestamp and offset deltas: the usual
+            ts_delta, offset_delta = (b >> 1) ^ -(b & 1), (c >> 1) ^ -(c & 1)
+            pos += 2
+        else:
+            ts_delta, pos = read_varlong(buf, pos)
+            offset_delta, pos = read_varint(buf, pos)
         b = buf[pos]
         if b == 1:  # null key: the common case in metadata logs
             key = None
             pos += 1
         else:
             key, pos = _read_blob(buf, pos, body_end, i, "key")
-        value, pos = _read_blob(buf, pos, body_end, i, "value")
+        b = buf[pos] if pos < body_end else 0x80
+        if b < 0x80 and not b & 1 and pos + 1 + (b >> 1) <= body_end:  # a short value: what _read_blob reads
+            value = buf[pos + 1 : pos + 1 + (b >> 1)]
+            pos += 1 + (b >> 1)
+        else:
+            value, pos = _read_blob(buf, pos, body_end, i, "value")
         if pos >= body_end:
             raise CorruptRecordError(f"record {i} ends before its header count")
         b = buf[pos]
