@@ -441,8 +441,11 @@ def test_unregister_controller_record_is_api_key_29():
 
 @pytest.fixture
 def fresh_cache(monkeypatch):
-    """``decode_metadata``'s cache as a new process has it."""
+    """``decode_metadata``'s cache as a new process has it, smaller (the tests fill it)."""
     monkeypatch.setattr(records, "_SHARED", {})
+    monkeypatch.setattr(records, "_SHARED_ENTRIES", 256)
+    monkeypatch.setattr(records, "_SHARED_PAYS", 64)
+    monkeypatch.setattr(records, "_SHARED_REST", 1024)
     monkeypatch.setattr(records, "_shared_hits", 0)
     monkeypatch.setattr(records, "_shared_rest", 0)
 
