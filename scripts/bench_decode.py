@@ -23,6 +23,8 @@ ratios over its records/s.
 against this one's, side by side: each tree's pass runs in its own process (importing that tree's
 kraftlog), the trees taking turns ``--rounds`` times, best CPU time of all; one more line per tree
 (``parser`` ``kraftlog@TREE``, this tree first) with ``ratio`` = this tree's records/s over its.
+With ``--repeat 1`` each pass is its process's first, as in one CLI run: decoders generated and
+value caches empty (later passes find the values of the pass before cached).
 """
 
 from __future__ import annotations
