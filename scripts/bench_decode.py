@@ -14,10 +14,17 @@ kraftlog's schema costs per record (skipped when aiokafka is not installed).
 Each run is timed in CPU seconds of this process (so that other load on the machine counts less), best-of
 ``--repeat``, with the files in the page cache.
 
-Usage: scripts/bench_decode.py FILE... [--repeat N]
+Usage: scripts/bench_decode.py FILE... [--repeat N] [--old TREE]...
 Prints three JSON lines (four with aiokafka): kraftlog's two runs, then kafka-python's with ``ratio`` and
 ``ratio_columnar`` = kraftlog records/s over kafka-python records/s; then aiokafka's, with the same
 ratios over its records/s.
+
+``--old TREE`` (a checkout of kraftlog, any number of them) also times the object path of each tree
+against this one's, side by side: each tree's pass runs in its own process (importing that tree's
+kraftlog), the trees taking turns ``--rounds`` times, best CPU time of all; one more line per tree
+(``parser`` ``kraftlog@TREE``, this tree first) with ``ratio`` = this tree's records/s over its.
+With ``--repeat 1`` each pass is its process's first, as in one CLI run: decoders generated and
+value caches empty (later passes find the values of the pass before cached).
 """
 
 from __future__ import annotations
@@ -25,16 +32,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
-
-import numpy as np
-from kafka.record import MemoryRecords
+from pathlib import Path
 
 from kraftlog.files.reader import Region, read_log_file
-from kraftlog.files.walk import walk
 from kraftlog.schema import decode_control, decode_metadata
-from kraftlog.wire.batch import CONTROL_BIT
+
+HERE = Path(__file__).resolve().parents[1]  # this tree
 
 
 def kraftlog_pass(paths: list[str]) -> tuple[int, int]:
@@ -55,6 +62,11 @@ def kraftlog_pass(paths: list[str]) -> tuple[int, int]:
 
 def columnar_pass(paths: list[str]) -> tuple[int, int]:
     """(records, records that failed to decode), each distinct (value, control) decoded once."""
+    import numpy as np
+
+    from kraftlog.files.walk import walk
+    from kraftlog.wire.batch import CONTROL_BIT
+
     records = errors = 0
     for path in paths:
         with open(path, "rb") as f:
@@ -72,6 +84,8 @@ def columnar_pass(paths: list[str]) -> tuple[int, int]:
 
 
 def kafka_python_pass(paths: list[str]) -> tuple[int, int]:
+    from kafka.record import MemoryRecords
+
     records = errors = 0
     for path in paths:
         with open(path, "rb") as f:
@@ -117,11 +131,38 @@ def figures(parser: str, paths: list[str], size: int, records: int, errors: int,
             "errors": errors, "parser": parser}
 
 
+def trees(paths: list[str], size: int, old: list[str], repeat: int, rounds: int) -> list[dict]:
+    """The object pass of this tree and of each ``old`` tree, each in a process of its own that
+    imports that tree's kraftlog (only what every version has: ``read_log_file``, the decoders),
+    taking turns; best CPU seconds over all rounds and repeats."""
+    roots = [str(HERE), *(str(Path(t).resolve()) for t in old)]
+    best: dict[str, tuple[int, int, float]] = {}
+    for _ in range(rounds):
+        for root in roots:
+            env = {**os.environ, "PYTHONPATH": root}
+            out = subprocess.run([sys.executable, __file__, "--object-pass", "--repeat", str(repeat), *paths],
+                                 env=env, cwd=root, check=True, capture_output=True, text=True).stdout
+            records, errors, seconds = json.loads(out)
+            if root not in best or seconds < best[root][2]:
+                best[root] = records, errors, seconds
+    lines = [figures(f"kraftlog@{root}", paths, size, *best[root]) for root in roots]
+    for line in lines:
+        line["ratio"] = round(lines[0]["records_per_s"] / line["records_per_s"], 2)
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("files", nargs="+", metavar="FILE")
     ap.add_argument("--repeat", type=int, default=3, help="best of N runs (default 3)")
+    ap.add_argument("--old", action="append", default=[], metavar="TREE",
+                    help="a kraftlog checkout whose object path to time beside this one's (repeatable)")
+    ap.add_argument("--rounds", type=int, default=3, help="turns each tree takes with --old (default 3)")
+    ap.add_argument("--object-pass", action="store_true", help=argparse.SUPPRESS)  # a tree's process (--old)
     args = ap.parse_args(argv)
+    if args.object_pass:
+        print(json.dumps(timed(kraftlog_pass, args.files, args.repeat)))
+        return 0
     size = sum(os.path.getsize(p) for p in args.files)
     ours = figures("kraftlog", args.files, size, *timed(kraftlog_pass, args.files, args.repeat))
     columnar = figures("kraftlog-columnar", args.files, size, *timed(columnar_pass, args.files, args.repeat))
@@ -138,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
         c["ratio"] = round(ours["records_per_s"] / c["records_per_s"], 2)
         c["ratio_columnar"] = round(columnar["records_per_s"] / c["records_per_s"], 2)
         lines.append(c)
+    if args.old:
+        lines += trees(args.files, size, args.old, args.repeat, args.rounds)
     for line in lines:
         print(json.dumps(line))
     return 0

@@ -439,13 +439,41 @@ def test_unregister_controller_record_is_api_key_29():
     assert rec.type == "UNREGISTER_CONTROLLER_RECORD" and rec.data == {"controllerId": 3000}
 
 
-def test_small_values_decoded_again_are_the_same_record_and_the_memory_is_bounded():
-    values = [encode_metadata("FENCE_BROKER_RECORD", 0, {"id": i, "epoch": 7}) for i in range(records._SHARED_ENTRIES + 50)]
-    first = [decode_metadata(v) for v in values]
-    assert len(records._SHARED) <= records._SHARED_ENTRIES
+@pytest.fixture
+def fresh_cache(monkeypatch):
+    """``decode_metadata``'s cache as a new process has it, smaller (the tests fill it)."""
+    monkeypatch.setattr(records, "_SHARED", {})
+    monkeypatch.setattr(records, "_SHARED_ENTRIES", 256)
+    monkeypatch.setattr(records, "_SHARED_PAYS", 64)
+    monkeypatch.setattr(records, "_SHARED_REST", 1024)
+    monkeypatch.setattr(records, "_shared_hits", 0)
+    monkeypatch.setattr(records, "_shared_rest", 0)
+
+
+def _fences(n: int, start: int = 0) -> list[bytes]:
+    return [encode_metadata("FENCE_BROKER_RECORD", 0, {"id": i, "epoch": 7}) for i in range(start, start + n)]
+
+
+def test_small_values_decoded_again_are_the_same_record_and_the_memory_is_bounded(fresh_cache):
+    values = _fences(records._SHARED_ENTRIES + 50)
+    first = [decode_metadata(v) for v in values for _ in range(2)][::2]  # each seen twice: the cache pays
+    assert len(records._SHARED) <= records._SHARED_ENTRIES and records._shared_rest == 0
+    assert decode_metadata(values[-1]) is first[-1]
     again = [decode_metadata(v) for v in values]
     assert again == first == [records._decode_metadata(v) for v in values]
     assert [r.data for r in again] == [{"id": i, "epoch": 7} for i in range(len(values))]
-    assert decode_metadata(values[-1]) is decode_metadata(values[-1])
     big = encode_metadata("TOPIC_RECORD", 0, {"name": "t" * 80, "topicId": "3ql6QVjQQWKGtGd-HqfNxA"})
     assert decode_metadata(big) == decode_metadata(big) and big not in records._SHARED
+
+
+def test_values_that_do_not_repeat_are_not_kept_by_the_cache(fresh_cache):
+    """A dense log's values are each seen once: after a fill that was hardly hit, the cache keeps no
+    records (alive, they cost the garbage collector 18 % of the decode) for ``_SHARED_REST`` values,
+    then fills again. Decoded values are the same either way."""
+    values = _fences(records._SHARED_ENTRIES + 1)
+    assert [decode_metadata(v) for v in values] == [records._decode_metadata(v) for v in values]
+    assert records._SHARED == {} and records._shared_rest == records._SHARED_REST
+    rest = _fences(records._SHARED_REST, start=len(values))
+    assert [decode_metadata(v).data["id"] for v in rest] == [len(values) + i for i in range(len(rest))]
+    assert records._SHARED == {} and records._shared_rest == 0
+    assert decode_metadata(values[0]) is decode_metadata(values[0]) is records._SHARED[values[0]]

@@ -11,9 +11,11 @@ from kraftlog.wire import codecs
 from kraftlog.wire.batch import (
     CONTROL_BIT,
     DELETE_HORIZON_BIT,
+    HEADER,
     HEADER_SIZE,
     TIMESTAMP_TYPE_BIT,
     TRANSACTIONAL_BIT,
+    Batch,
     BatchHeader,
     Record,
     RecordLayout,
@@ -22,6 +24,7 @@ from kraftlog.wire.batch import (
     encode_record,
     increment_sequence,
     reencode_batch,
+    repeats_of,
 )
 from kraftlog.wire.crc import crc32c, crc32c_rows
 from kraftlog.wire.errors import CorruptRecordError
@@ -124,6 +127,25 @@ def test_batch_encode_decode_identity(recs, codec, flag, base_ts, base_offset, e
     assert reencode_batch(b) == encode_batch(
         recs, base_offset=base_offset, base_timestamp=base_ts, max_timestamp=base_ts,
         partition_leader_epoch=epoch, attributes=codec | flag)
+
+
+def _slots(batch: Batch) -> dict:
+    """Every slot of a batch and of its records (an unset slot raises), and what its properties give."""
+    return {**{k: getattr(batch, k) for k in Batch.__slots__}, "is_valid": batch.is_valid,
+            "records": [(r, *(getattr(r, k) for k in Record.__slots__)) for r in batch.records]}
+
+
+@settings(max_examples=100)
+@given(records, st.sampled_from([0, TIMESTAMP_TYPE_BIT, CONTROL_BIT, TRANSACTIONAL_BIT]),
+       st.lists(st.tuples(st.integers(0, 2**40), INT64, INT64, st.integers(-1, 2**31 - 1)), min_size=1, max_size=5))
+def test_repeats_of_a_batch_are_what_decode_batch_reads(r, flag, headers):
+    """The batches of a run, made slot by slot, equal those ``decode_batch`` reads from the same bytes."""
+    blobs = [encode_batch([r], base_offset=base, base_timestamp=ts, max_timestamp=max_ts,
+                          partition_leader_epoch=epoch, attributes=flag) for base, ts, max_ts, epoch in headers]
+    template = decode_batch(blobs[0])
+    positions = [100 * k for k in range(len(blobs))]
+    made = list(repeats_of(template, positions, [HEADER.unpack_from(b) for b in blobs]))
+    assert [_slots(b) for b in made] == [_slots(decode_batch(b, p)) for b, p in zip(blobs, positions, strict=True)]
 
 
 def _one_batch(**kw) -> bytes:

@@ -23,11 +23,10 @@ from kraftlog.wire.batch import (
     HEADER_SIZE,
     HEADER_SIZE_UP_TO_MAGIC,
     LOG_OVERHEAD,
-    TIMESTAMP_TYPE_BIT,
     Batch,
-    Record,
     crc_of,
     decode_batch_at,
+    repeats_of,
 )
 from kraftlog.wire.crc import crc32c, crc32c_rows
 from kraftlog.wire.errors import KraftlogError
@@ -416,13 +415,7 @@ def _repeats(buf: bytes, i: int, pos: int, template: Batch, records: bool, skip_
     positions = range(pos, pos + k * step, step)
     if not records:
         return k, (Batch(p, hh, True) for p, hh in zip(positions, headers, strict=True))
-    r = template.records[0]
-    key, value, rh, ra, td, od, rs = r.key, r.value, r.headers, r.attributes, r.timestamp_delta, r.offset_delta, r.size
-    if h[5] & TIMESTAMP_TYPE_BIT:
-        return k, (Batch(p, hh, True, [Record(hh[0] + od, hh[8], key, value, rh, ra, td, od, rs)])
-                   for p, hh in zip(positions, headers, strict=True))
-    return k, (Batch(p, hh, True, [Record(hh[0] + od, hh[7] + td, key, value, rh, ra, td, od, rs)])
-               for p, hh in zip(positions, headers, strict=True))
+    return k, repeats_of(template, positions, headers)
 
 
 def _sized(step: int) -> tuple[struct.Struct, np.ndarray]:

@@ -7,8 +7,8 @@ derived from ``BatchHeader``, and records are read by a straight-line varint loo
 """
 
 import struct
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from operator import attrgetter
 
 from construct import Array, Bytes, If, Int8sb, Int16sb, Int32sb, Int32ub, Int64sb, Struct, this
 
@@ -120,10 +120,11 @@ class Batch:
 
     The 13 header fields stay in the tuple ``struct`` unpacked them into and are read through
     properties: a quiet metadata log is millions of one-record batches, and building a wide
-    object per batch would cost more than decoding it.
+    object per batch would cost more than decoding it. ``is_control`` and ``is_valid`` (the
+    ``crc_valid`` slot under a second name), asked of every batch by every reader, are slots.
     """
 
-    __slots__ = ("position", "header", "crc_valid", "records", "error")
+    __slots__ = ("position", "header", "crc_valid", "records", "error", "is_control")
 
     def __init__(self, position: int, header: tuple, crc_valid: bool = True,
                  records: list[Record] | None = None, error: str | None = None) -> None:
@@ -132,6 +133,7 @@ class Batch:
         self.crc_valid = crc_valid
         self.records = [] if records is None else records
         self.error = error  # why the records could not all be read (framing, codec)
+        self.is_control = header[5] & CONTROL_BIT != 0
 
     def __repr__(self) -> str:
         return (f"Batch(position={self.position}, baseOffset={self.base_offset}, count={self.records_count}, "
@@ -162,8 +164,6 @@ class Batch:
         h = self.header
         return h[0] + h[6]
 
-    is_valid = property(attrgetter("crc_valid"), doc="whether the CRC holds")
-
     @property
     def compression(self) -> int:
         return self.header[5] & COMPRESSION_MASK
@@ -181,10 +181,6 @@ class Batch:
         return self.header[5] & TRANSACTIONAL_BIT != 0
 
     @property
-    def is_control(self) -> bool:
-        return self.header[5] & CONTROL_BIT != 0
-
-    @property
     def delete_horizon_ms(self) -> int | None:
         h = self.header
         return h[7] if h[5] & DELETE_HORIZON_BIT else None
@@ -197,6 +193,9 @@ class Batch:
     def record_sequence(self, record: Record) -> int:
         base = self.header[11]
         return NO_SEQUENCE if base == NO_SEQUENCE else increment_sequence(base, record.offset_delta)
+
+
+Batch.is_valid = Batch.crc_valid  # whether the CRC holds: the slot's own descriptor, as cheap to read
 
 
 # --- Decoding ------------------------------------------------------------------------------
@@ -286,6 +285,42 @@ def decode_batch_at(
     return batch
 
 
+def repeats_of(template: Batch, positions: Iterable[int], headers: Iterable[tuple]) -> Iterator[Batch]:
+    """Batches whose bytes are ``template``'s but for the header fields the CRC does not cover or
+    that ``headers`` give (offsets, timestamps, epochs, producer fields, CRC), and whose CRCs the
+    caller found to hold: ``template``'s one record at each batch's own offset and timestamp, as
+    ``decode_batch_at`` reads them from the same bytes (a quiet log's runs of NoOp batches).
+
+    Each object is made by ``object.__new__`` and its slots set here, not by a class call: the
+    call into a Python ``__init__`` costs as much again as the rest of the batch.
+    ``tests/test_wire.py`` checks every slot of both classes against ``decode_batch_at``.
+    """
+    new = object.__new__
+    (r,) = template.records
+    key, value, rh, ra, td, od, rs = r.key, r.value, r.headers, r.attributes, r.timestamp_delta, r.offset_delta, r.size
+    ts_at, td_add = (8, 0) if template.header[5] & TIMESTAMP_TYPE_BIT else (7, td)
+    control = template.is_control
+    for p, hh in zip(positions, headers, strict=True):
+        rec = new(Record)
+        rec.offset = hh[0] + od if od else hh[0]
+        rec.timestamp = hh[ts_at] + td_add if td_add else hh[ts_at]
+        rec.key = key
+        rec.value = value
+        rec.headers = rh
+        rec.attributes = ra
+        rec.timestamp_delta = td
+        rec.offset_delta = od
+        rec.size = rs
+        b = new(Batch)
+        b.position = p
+        b.header = hh
+        b.crc_valid = True
+        b.records = [rec]
+        b.error = None
+        b.is_control = control
+        yield b
+
+
 #: Single-record payloads seen before (a quiet metadata log is mostly identical NoOp batches):
 #: decoded once, then looked up. Bounded in entry count and size.
 _SMALL_PAYLOADS: dict[bytes, tuple] = {}
@@ -321,15 +356,25 @@ def _decode_records(batch: Batch, buf: bytes) -> None:
         if attributes > 127:
             attributes -= 256
         pos += 1
-        ts_delta, pos = read_varlong(buf, pos)
-        offset_delta, pos = read_varint(buf, pos)
+        b, c = buf[pos], buf[pos + 1]  # inside the body: it has 5 more bytes at least
+        if b < 0x80 and c < 0x80:  # one-byte timestamp and offset deltas: the usual
+            ts_delta, offset_delta = (b >> 1) ^ -(b & 1), (c >> 1) ^ -(c & 1)
+            pos += 2
+        else:
+            ts_delta, pos = read_varlong(buf, pos)
+            offset_delta, pos = read_varint(buf, pos)
         b = buf[pos]
         if b == 1:  # null key: the common case in metadata logs
             key = None
             pos += 1
         else:
             key, pos = _read_blob(buf, pos, body_end, i, "key")
-        value, pos = _read_blob(buf, pos, body_end, i, "value")
+        b = buf[pos] if pos < body_end else 0x80
+        if b < 0x80 and not b & 1 and pos + 1 + (b >> 1) <= body_end:  # a short value: what _read_blob reads
+            value = buf[pos + 1 : pos + 1 + (b >> 1)]
+            pos += 1 + (b >> 1)
+        else:
+            value, pos = _read_blob(buf, pos, body_end, i, "value")
         if pos >= body_end:
             raise CorruptRecordError(f"record {i} ends before its header count")
         b = buf[pos]

@@ -46,6 +46,10 @@ def read_varint(buf: bytes, pos: int) -> tuple[int, int]:
     b = buf[pos] if pos < len(buf) else 0x80
     if b < 0x80:
         return (b >> 1) ^ -(b & 1), pos + 1
+    c = buf[pos + 1] if pos + 1 < len(buf) else 0x80
+    if c < 0x80:  # two bytes: what ``_read`` reads, without its loop
+        value = (b & 0x7F) | c << 7
+        return (value >> 1) ^ -(value & 1), pos + 2
     value, pos = _read(buf, pos, 5, "varint")
     if value > 0xFFFFFFFF:
         raise CorruptRecordError(f"varint {value} does not fit in 32 bits")
@@ -57,6 +61,10 @@ def read_varlong(buf: bytes, pos: int) -> tuple[int, int]:
     b = buf[pos] if pos < len(buf) else 0x80
     if b < 0x80:
         return (b >> 1) ^ -(b & 1), pos + 1
+    c = buf[pos + 1] if pos + 1 < len(buf) else 0x80
+    if c < 0x80:  # two bytes: what ``_read`` reads, without its loop
+        value = (b & 0x7F) | c << 7
+        return (value >> 1) ^ -(value & 1), pos + 2
     value, pos = _read(buf, pos, 10, "varlong")
     if value > 0xFFFFFFFFFFFFFFFF:
         raise CorruptRecordError(f"varlong {value} does not fit in 64 bits")
