@@ -132,22 +132,33 @@ def placement(old: dict, change: dict) -> tuple[list[int], list[str]]:
     return replicas, _directories(directories, replicas)
 
 
-#: ``PARTITION_CHANGE_RECORD`` without its KEY and PLACEMENT fields, as tuples (the hot loop of replay).
-_MERGED = [(name, m.rule == REPLACE, m.state, m.unchanged, m.bumps, m.state == "leaderRecoveryState")
-           for name, m in PARTITION_CHANGE_RECORD.items() if m.rule not in (KEY, PLACEMENT)]
+#: ``PARTITION_CHANGE_RECORD`` by field, as ``merge_partition`` reads it: (state field, REPLACE?, unchanged,
+#: bumps, leaderRecoveryState?) for the fields merged one by one; None for the KEY and PLACEMENT fields.
+_MERGED = {name: None if m.rule in (KEY, PLACEMENT) else
+           (m.state, m.rule == REPLACE, m.unchanged, m.bumps, m.state == "leaderRecoveryState")
+           for name, m in PARTITION_CHANGE_RECORD.items()}
 
 
 def merge_partition(old: dict, change: dict) -> dict:
     """The partition after a PartitionChangeRecord (reference §6.2), by ``PARTITION_CHANGE_RECORD``;
-    ``old`` is left untouched.
+    ``old`` is left untouched (the lists it shares with the result are never changed in place).
 
     A Leader field other than -2 bumps the leader epoch, even when it is -1 or names the current
-    leader, because the controller writes the current leader on purpose to fence stale replicas."""
+    leader, because the controller writes the current leader on purpose to fence stale replicas.
+    Only the fields the change holds are visited (a decoded PartitionChangeRecord holds its tagged
+    fields only when set); without replicas and directories the placement stays as it is, since
+    ``old``'s already has one directory per replica. A field the table does not name is refused."""
     new = dict(old)
-    new["replicas"], new["directories"] = placement(old, change)
-    get = change.get
-    for name, replace, state, unchanged, bumps, recovery in _MERGED:
-        value = get(name, unchanged)
+    if "replicas" in change or "directories" in change:
+        new["replicas"], new["directories"] = placement(old, change)
+    for name, value in change.items():
+        try:
+            merged = _MERGED[name]
+        except KeyError:
+            raise ReplayProblem(f"PartitionChangeRecord field {name} is not one kraftlog merges") from None
+        if merged is None:
+            continue
+        state, replace, unchanged, bumps, recovery = merged
         if value == unchanged:
             continue
         new[state] = list(value) if replace else _recovery_state(value) if recovery else value
@@ -195,7 +206,7 @@ class Topics:
         topic["partitions"][data["partitionId"]] = new_partition(data)
 
     def _partition_change(self, data: dict) -> None:
-        topic = self._topic_or_problem(data["topicId"], "PartitionChangeRecord")
+        topic = self.by_id.get(data["topicId"]) or self._topic_or_problem(data["topicId"], "PartitionChangeRecord")
         partition_id = data["partitionId"]
         old = topic["partitions"].get(partition_id)
         if old is None:
