@@ -15,6 +15,7 @@ from kraftlog.state.rebuild import earliest_base, load_checkpoint, log_entries, 
 _BROKER_TYPES = {"REGISTER_BROKER_RECORD", "UNREGISTER_BROKER_RECORD", "FENCE_BROKER_RECORD",
                  "UNFENCE_BROKER_RECORD", "BROKER_REGISTRATION_CHANGE_RECORD", "CONFIG_RECORD"}
 _TXN = {"BEGIN_TRANSACTION_RECORD", "END_TRANSACTION_RECORD", "ABORT_TRANSACTION_RECORD"}
+_ANSWERS = 1 << 14  # records whose match is remembered (``_Matcher.__call__``)
 
 
 def add_parser(sub) -> None:
@@ -50,21 +51,38 @@ class _Matcher:
             if kind.upper() == "BROKER" and ":" in rest:
                 name, _, key = rest.partition(":")
             self.config = (kind.upper(), name, key or None)
+        self._answers: dict[int, tuple[MetadataRecord, bool]] = {}
 
     def __call__(self, rec: MetadataRecord) -> bool:
-        e = entity_of(rec)
+        """``_match``, remembered per record object: a log repeats its records' values, and a value is
+        decoded once into one record (``files.records``). An answer holds until a topic id is added."""
+        seen = self._answers.get(id(rec))
+        if seen is not None and seen[0] is rec:
+            return seen[1]
+        known = len(self.topic_ids)
+        answer = self._match(rec)
+        if len(self.topic_ids) != known or len(self._answers) >= _ANSWERS:
+            self._answers.clear()
+        self._answers[id(rec)] = (rec, answer)  # the record held, so its id is not another's meanwhile
+        return answer
+
+    def _match(self, rec: MetadataRecord) -> bool:
+        kind = rec.type
         if self.config:
-            kind, name, key = self.config
-            return (rec.type == "CONFIG_RECORD" and e["resource_type"] == kind and e["resource_name"] == name
-                    and (key is None or rec.data["name"] == key))
+            kind_, name, key = self.config
+            if kind != "CONFIG_RECORD":
+                return False
+            e = entity_of(rec)
+            return e["resource_type"] == kind_ and e["resource_name"] == name and (key is None or rec.data["name"] == key)
         if self.broker is not None:
-            return rec.type in _BROKER_TYPES and e["broker_id"] == self.broker
-        if rec.type == "TOPIC_RECORD" and rec.data["name"] == self.topic:
+            return kind in _BROKER_TYPES and entity_of(rec)["broker_id"] == self.broker
+        if kind == "TOPIC_RECORD" and rec.data["name"] == self.topic:
             self.topic_ids.add(rec.data["topicId"])
             return True
-        if rec.type == "CLEAR_ELR_RECORD":
+        if kind == "CLEAR_ELR_RECORD":
             return rec.data.get("topicName", "") in ("", self.topic)
-        if rec.type == "CONFIG_RECORD":
+        e = entity_of(rec)
+        if kind == "CONFIG_RECORD":
             return self.partition is None and e["topic_name"] == self.topic
         if e["topic_id"] in self.topic_ids:
             return self.partition is None or e["partition_id"] in (None, self.partition)
@@ -121,10 +139,9 @@ def run(args) -> int:
             last = e.last
             image.pass_over_all(e)
             continue
-        last = e.offset
-        rec = e.record
-        image.apply(rec, e.offset, e.timestamp, e.epoch)
-        if rec.type in _TXN and pending:
+        rec, last, timestamp, epoch = e
+        image.apply(rec, last, timestamp, epoch)
+        if pending and rec.type in _TXN:
             if rec.type == "ABORT_TRANSACTION_RECORD":
                 note = {"offset": e.offset, "aborted": pending}
                 out.write((dumps(note) if args.format == "jsonl" else
