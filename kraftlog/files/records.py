@@ -1,6 +1,7 @@
 """A file's records as typed entries in log order: what replay and the commands consume."""
 
 import functools
+import itertools
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -175,17 +176,18 @@ def _items(w, stop: int, start: int) -> Iterator[Entry | NoOps]:
     same = (run_key[1:] == run_key[:-1]) & (offsets[1:] == offsets[:-1] + 1) & (run_key[1:] >= 0)
     starts = np.flatnonzero((run_key >= 0) & np.concatenate([[True], ~same]))
     ends = (np.flatnonzero((run_key >= 0) & np.concatenate([~same, [True]])) + 1).tolist()
-    single = np.flatnonzero(run_key < 0)  # the records outside runs, as entries (made in one step)
+    single = np.flatnonzero(run_key < 0)  # the records outside runs, as entries made one by one in C: made
+    # ahead, a walk's entries would be thousands of young objects for the garbage collector to visit
     recs = [_control(*w.kv[k]) if c else decoded[k]
             for k, c in zip(kv[single].tolist(), control[single].tolist(), strict=True)]
-    entries = list(map(_new_entry, zip(recs, offsets[single].tolist(), timestamps[single].tolist(),
-                                       epochs[single].tolist(), strict=True)))
+    entries = map(_new_entry, zip(recs, offsets[single].tolist(), timestamps[single].tolist(),
+                                  epochs[single].tolist(), strict=True))
     at = 0
     for a, z, cut in zip(starts.tolist(), ends, np.searchsorted(single, starts).tolist(), strict=True):
-        yield from entries[at:cut]
+        yield from itertools.islice(entries, cut - at)
         yield NoOps(w.kv[int(kv[a])][1], offsets[a:z], timestamps[a:z], epochs[a:z])
         at = cut
-    yield from entries[at:]
+    yield from entries
 
 
 _new_entry = functools.partial(tuple.__new__, Entry)  # Entry(*fields), without a Python call
