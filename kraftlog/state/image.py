@@ -120,8 +120,11 @@ class ClusterImage:
             self.raft.observe_epoch(epoch)
         if type(rec) is MetadataRecord and rec.error is None and self.transaction is None and (
                 handler := self._by_api_key.get(rec.api_key)) is not None:
-            # the general path's last branch, without its tests: most of a log's records
-            self._run(handler, rec, offset)
+            # the general path's last branch, without its tests: most of a log's records (``_run`` inline)
+            try:
+                handler(rec.data)
+            except _REFUSALS as exc:
+                self._refused(rec, offset, exc)
             self._at = (offset, epoch, timestamp)
             return
         kind = rec.type
@@ -164,9 +167,14 @@ class ClusterImage:
     def _run(self, handler: Callable[[dict], None], rec: Any, offset: int) -> None:
         try:
             handler(rec.data)
-        except ReplayProblem as problem:
-            self._report(offset, rec.type, str(problem))
-        except (KeyError, TypeError, ValueError) as exc:
+        except _REFUSALS as exc:
+            self._refused(rec, offset, exc)
+
+    def _refused(self, rec: Any, offset: int, exc: Exception) -> None:
+        """A handler's refusal as a problem: its own words, or the malformed field it tripped on."""
+        if isinstance(exc, ReplayProblem):
+            self._report(offset, rec.type, str(exc))
+        else:
             self._report(offset, rec.type, f"malformed record: {type(exc).__name__}: {exc}")
 
     def _report(self, offset: int, kind: str, message: str) -> None:
@@ -219,6 +227,11 @@ class ClusterImage:
             "producerIds": self.producer_ids.to_json(),
             "zkMigrationState": self.features.zk_migration_state_name,
         }
+
+
+#: What a handler raises for a record it cannot apply (``ReplayProblem``), or for one whose fields are not
+#: what the schema promises.
+_REFUSALS = (ReplayProblem, KeyError, TypeError, ValueError)
 
 
 def _not_applied(rec: Any, error: str) -> str:

@@ -152,12 +152,11 @@ def merge_partition(old: dict, change: dict) -> dict:
     if "replicas" in change or "directories" in change:
         new["replicas"], new["directories"] = placement(old, change)
     for name, value in change.items():
-        try:
-            merged = _MERGED[name]
-        except KeyError:
-            raise ReplayProblem(f"PartitionChangeRecord field {name} is not one kraftlog merges") from None
+        merged = _MERGED.get(name, name)
         if merged is None:
             continue
+        if merged is name:
+            raise ReplayProblem(f"PartitionChangeRecord field {name} is not one kraftlog merges")
         state, replace, unchanged, bumps, recovery = merged
         if value == unchanged:
             continue
@@ -208,10 +207,11 @@ class Topics:
     def _partition_change(self, data: dict) -> None:
         topic = self.by_id.get(data["topicId"]) or self._topic_or_problem(data["topicId"], "PartitionChangeRecord")
         partition_id = data["partitionId"]
-        old = topic["partitions"].get(partition_id)
+        partitions = topic["partitions"]
+        old = partitions.get(partition_id)
         if old is None:
             raise ReplayProblem(f"PartitionChangeRecord for {topic['name']}-{partition_id}, which does not exist")
-        topic["partitions"][partition_id] = merge_partition(old, data)
+        partitions[partition_id] = merge_partition(old, data)
 
     def remove(self, topic_id: str) -> str:
         """Drop a topic and its partitions; returns its name so its configs can go too."""
