@@ -2,6 +2,7 @@
 ``merge_partition`` over the fields a change holds, one decoded record per value across walks
 (``files.records._Recent``) and ``history``'s remembered matches."""
 
+import gc
 from argparse import Namespace
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from kraftlog.files import records
 from kraftlog.files.copies import Log
 from kraftlog.files.logdir import find_nodes
 from kraftlog.files.reader import Limits
-from kraftlog.files.records import ReadProblems
+from kraftlog.files.records import Entry, ReadProblems
 from kraftlog.schema import decode_metadata, encode_metadata
 from kraftlog.state.image import ClusterImage
 from kraftlog.state.problems import ReplayProblem
@@ -127,3 +128,19 @@ def test_a_remembered_match_changes_when_the_topic_is_created():
     assert match(change)
     one = _Matcher(Namespace(topic="t", partition=1, broker=None, config=None), ClusterImage.empty())
     assert one(_rec("TOPIC_RECORD", 0, name="t", topicId=T)) and not one(change)
+
+
+def test_full_collections_are_rarer_only_while_a_log_is_replayed():
+    before = gc.get_threshold()
+    seen = []
+
+    def entries():
+        seen.append(gc.get_threshold())
+        yield Entry(_rec("NO_OP_RECORD", 0), 0, 1000, 1)
+        raise OSError("gone")
+
+    with pytest.raises(OSError):
+        replay(entries())
+    assert seen == [(before[0], before[1], before[2] * 100)] and gc.get_threshold() == before
+    assert replay(iter([Entry(_rec("NO_OP_RECORD", 0), 0, 1000, 1)])).records == 1
+    assert gc.get_threshold() == before

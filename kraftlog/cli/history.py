@@ -11,6 +11,7 @@ from kraftlog.schema.redact import redact
 from kraftlog.state.configs import type_of
 from kraftlog.state.image import ClusterImage
 from kraftlog.state.rebuild import earliest_base, load_checkpoint, log_entries, on_disk, starting_point
+from kraftlog.state.replay import rare_full_collections
 
 _BROKER_TYPES = {"REGISTER_BROKER_RECORD", "UNREGISTER_BROKER_RECORD", "FENCE_BROKER_RECORD",
                  "UNFENCE_BROKER_RECORD", "BROKER_REGISTRATION_CHANGE_RECORD", "CONFIG_RECORD"}
@@ -114,23 +115,11 @@ def _entity(args) -> str:
     return f"topic {args.topic}" + (f" partition {args.partition}" if args.partition is not None else "")
 
 
-def run(args) -> int:
-    limits = main.limits_of(args)
-    log = target.open_log(args)
-    base = earliest_base(log)
-    if base is None:
-        raise main.Refused(f"no log from offset 0 and no snapshot the log continues from: {on_disk(log)}")
-    problems = ReadProblems()
-    image, start, described = starting_point(log, None, None, base, limits, problems)
-    match = _Matcher(args, image)
+def _changes(args, log, start: int, limits, problems: ReadProblems, image: ClusterImage, match: _Matcher,
+             out) -> tuple[int, int | None]:
+    """Write each change of the entity read from ``start`` on, and the transactions aborted around them;
+    (changes shown, the last offset read)."""
     redacted = not args.no_redact
-    existed = match.state(image, redacted) not in (None, {})
-    out = sys.stdout
-    print(f"kraftlog: history from {described}", file=sys.stderr)
-    if existed:  # the entity's state where the history starts, before the first change read
-        at, state = image.provenance.offset, match.state(image, redacted)
-        out.write((dumps({"offset": at, "base": described, "after": state}) if args.format == "jsonl" else
-                   f"offset {at} {described}\n    state: {json.dumps(state)}") + "\n")
     pending: list[int] = []
     shown = 0
     last = None
@@ -166,6 +155,28 @@ def run(args) -> int:
             txn = f" (in transaction begun at {image.transaction.begin_offset})" if image.transaction else ""
             out.write(f"offset {e.offset} {when} epoch {e.epoch}{txn} {rec.type} v{rec.version} "
                       f"{dumps(shown_rec.to_json()['data'])}\n    after: {json.dumps(after)}\n")
+    return shown, last
+
+
+def run(args) -> int:
+    limits = main.limits_of(args)
+    log = target.open_log(args)
+    base = earliest_base(log)
+    if base is None:
+        raise main.Refused(f"no log from offset 0 and no snapshot the log continues from: {on_disk(log)}")
+    problems = ReadProblems()
+    image, start, described = starting_point(log, None, None, base, limits, problems)
+    match = _Matcher(args, image)
+    redacted = not args.no_redact
+    existed = match.state(image, redacted) not in (None, {})
+    out = sys.stdout
+    print(f"kraftlog: history from {described}", file=sys.stderr)
+    if existed:  # the entity's state where the history starts, before the first change read
+        at, state = image.provenance.offset, match.state(image, redacted)
+        out.write((dumps({"offset": at, "base": described, "after": state}) if args.format == "jsonl" else
+                   f"offset {at} {described}\n    state: {json.dumps(state)}") + "\n")
+    with rare_full_collections():
+        shown, last = _changes(args, log, start, limits, problems, image, match, out)
     read = f"{described}" + (f" to offset {last}" if last is not None else "")
     end = image.provenance.offset
     later = [snap for snap in log.snapshots if snap.offset - 1 > end]
