@@ -3,10 +3,12 @@
 (``files.records._Recent``) and ``history``'s remembered matches."""
 
 import gc
+import json
 from argparse import Namespace
 from pathlib import Path
 
 import pytest
+from test_cli_fast import quiet_log  # noqa: F401
 from test_state_support import uuid
 
 from conftest import CORPUS
@@ -144,3 +146,53 @@ def test_full_collections_are_rarer_only_while_a_log_is_replayed():
     assert seen == [(before[0], before[1], before[2] * 100)] and gc.get_threshold() == before
     assert replay(iter([Entry(_rec("NO_OP_RECORD", 0), 0, 1000, 1)])).records == 1
     assert gc.get_threshold() == before
+
+
+def _topics(log_dir) -> list[str]:
+    """The names of the topics the log creates."""
+    return sorted({e.record.data["name"] for e in Log.of(find_nodes(log_dir)[0]).entries(0, Limits(), ReadProblems())
+                   if e.record.type == "TOPIC_RECORD"})
+
+
+def _history(log_dir, capsys, *args) -> str:
+    from kraftlog.cli.main import main
+
+    main(["history", str(log_dir), *args])
+    return capsys.readouterr().out
+
+
+def test_history_rendered_in_groups_is_history_rendered_change_by_change(quiet_log, monkeypatch, capsys):  # noqa: F811
+    from kraftlog.cli import history
+
+    topics = _topics(quiet_log)
+    outputs = {}
+    for held in (1, 3, 1 << 20):
+        monkeypatch.setattr(history, "_HELD", held)
+        outputs[held] = [_history(quiet_log, capsys, "--topic", t, *f) for t in topics
+                         for f in ((), ("--format", "jsonl"))]
+    assert outputs[1] == outputs[3] == outputs[1 << 20]
+    assert any("aborted" in out for out in outputs[1]) and any("inTransaction" in out for out in outputs[1])
+
+
+def test_history_writes_the_changes_read_before_a_failure(quiet_log, monkeypatch, capsys):  # noqa: F811
+    from kraftlog.cli import history
+
+    topic = _topics(quiet_log)[0]
+    whole = _history(quiet_log, capsys, "--topic", topic, "--format", "jsonl").splitlines()
+    offsets = [json.loads(line)["offset"] for line in whole]
+    cut = offsets[len(offsets) // 2]
+    entries = history.log_entries
+
+    def failing(*args, **kwargs):
+        for e in entries(*args, **kwargs):
+            if (e.offset if type(e) is Entry else e.last) > cut:
+                raise OSError("the disk went away")
+            yield e
+
+    monkeypatch.setattr(history, "log_entries", failing)
+    from kraftlog.cli.main import main
+
+    assert main(["history", str(quiet_log), "--topic", topic, "--format", "jsonl"]) == 1
+    written = capsys.readouterr()
+    assert "the disk went away" in written.err
+    assert written.out.splitlines() == [line for line, o in zip(whole, offsets, strict=True) if o <= cut]

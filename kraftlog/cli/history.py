@@ -17,6 +17,7 @@ _BROKER_TYPES = {"REGISTER_BROKER_RECORD", "UNREGISTER_BROKER_RECORD", "FENCE_BR
                  "UNFENCE_BROKER_RECORD", "BROKER_REGISTRATION_CHANGE_RECORD", "CONFIG_RECORD"}
 _TXN = {"BEGIN_TRANSACTION_RECORD", "END_TRANSACTION_RECORD", "ABORT_TRANSACTION_RECORD"}
 _ANSWERS = 1 << 14  # records whose match is remembered (``_Matcher.__call__``)
+_HELD = 256  # changes rendered together (``_render``)
 
 
 def add_parser(sub) -> None:
@@ -118,44 +119,65 @@ def _entity(args) -> str:
 def _changes(args, log, start: int, limits, problems: ReadProblems, image: ClusterImage, match: _Matcher,
              out) -> tuple[int, int | None]:
     """Write each change of the entity read from ``start`` on, and the transactions aborted around them;
-    (changes shown, the last offset read)."""
+    (changes shown, the last offset read). Changes are rendered in groups (``_render``), apart from the
+    records read between them."""
     redacted = not args.no_redact
     pending: list[int] = []
+    held: list[tuple] = []  # what is to be written, in order, not yet rendered
     shown = 0
     last = None
-    for e in log_entries(log, start, limits, problems, args.apply_invalid, runs=True):
-        if type(e) is NoOps:  # no NoOp is about an entity
-            last = e.last
-            image.pass_over_all(e)
-            continue
-        rec, last, timestamp, epoch = e
-        image.apply(rec, last, timestamp, epoch)
-        if pending and rec.type in _TXN:
-            if rec.type == "ABORT_TRANSACTION_RECORD":
-                note = {"offset": e.offset, "aborted": pending}
-                out.write((dumps(note) if args.format == "jsonl" else
-                           f"offset {e.offset}: transaction aborted; changes at offsets {pending} never took effect")
-                          + "\n")
-            pending = []
-            continue
-        if not isinstance(rec, MetadataRecord) or rec.error is not None or not match(rec):
-            continue
-        shown += 1
-        if image.transaction is not None:
-            pending.append(e.offset)
-        shown_rec = redact(rec) if redacted else rec
-        after = match.state(image, redacted)
-        when = iso_time(e.timestamp)
-        if args.format == "jsonl":
-            row = {"offset": e.offset, "time": when, "epoch": e.epoch, **shown_rec.to_json(), "after": after}
-            if image.transaction is not None:
-                row["inTransaction"] = image.transaction.begin_offset
-            out.write(dumps(row) + "\n")
-        else:
-            txn = f" (in transaction begun at {image.transaction.begin_offset})" if image.transaction else ""
-            out.write(f"offset {e.offset} {when} epoch {e.epoch}{txn} {rec.type} v{rec.version} "
-                      f"{dumps(shown_rec.to_json()['data'])}\n    after: {json.dumps(after)}\n")
+    try:  # what was read before a failure is written, as it was before changes were held
+        for e in log_entries(log, start, limits, problems, args.apply_invalid, runs=True):
+            if type(e) is NoOps:  # no NoOp is about an entity
+                last = e.last
+                image.pass_over_all(e)
+                continue
+            rec, last, timestamp, epoch = e
+            image.apply(rec, last, timestamp, epoch)
+            if pending and rec.type in _TXN:
+                if rec.type == "ABORT_TRANSACTION_RECORD":
+                    held.append((e, None, pending, None))
+                pending = []
+                continue
+            if not isinstance(rec, MetadataRecord) or rec.error is not None or not match(rec):
+                continue
+            shown += 1
+            txn = image.transaction
+            if txn is not None:
+                pending.append(e.offset)
+            held.append((e, redact(rec) if redacted else rec, match.state(image, redacted),
+                         None if txn is None else txn.begin_offset))
+            if len(held) >= _HELD:
+                _render(held, args.format, out)
+    finally:
+        _render(held, args.format, out)
     return shown, last
+
+
+def _render(held: list[tuple], form: str, out) -> None:
+    """Write ``held`` (entries with the record shown, the entity after it and the transaction it is in; or
+    with None and the offsets an abort undid) and empty it. Rendered together, the code stays warm: between
+    two changes of one topic a large cluster's log holds many records, and the rendering then costs more."""
+    lines = []
+    for e, shown_rec, after, txn in held:
+        if shown_rec is None:
+            lines.append(dumps({"offset": e.offset, "aborted": after}) if form == "jsonl" else
+                         f"offset {e.offset}: transaction aborted; changes at offsets {after} never took effect")
+            continue
+        when = iso_time(e.timestamp)
+        if form == "jsonl":
+            row = {"offset": e.offset, "time": when, "epoch": e.epoch, **shown_rec.to_json(), "after": after}
+            if txn is not None:
+                row["inTransaction"] = txn
+            lines.append(dumps(row))
+        else:
+            rec = e.record
+            in_txn = f" (in transaction begun at {txn})" if txn is not None else ""
+            lines.append(f"offset {e.offset} {when} epoch {e.epoch}{in_txn} {rec.type} v{rec.version} "
+                         f"{dumps(shown_rec.to_json()['data'])}\n    after: {json.dumps(after)}")
+    if lines:
+        out.write("\n".join(lines) + "\n")
+    held.clear()
 
 
 def run(args) -> int:
