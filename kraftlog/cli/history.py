@@ -2,6 +2,7 @@
 
 import json
 import sys
+from typing import NamedTuple
 
 from kraftlog.cli import main, target
 from kraftlog.cli.render import dumps, iso_time
@@ -12,6 +13,7 @@ from kraftlog.state.configs import type_of
 from kraftlog.state.image import ClusterImage
 from kraftlog.state.rebuild import earliest_base, load_checkpoint, log_entries, on_disk, starting_point
 from kraftlog.state.replay import rare_full_collections
+from kraftlog.state.topics import topic_held_json
 
 _BROKER_TYPES = {"REGISTER_BROKER_RECORD", "UNREGISTER_BROKER_RECORD", "FENCE_BROKER_RECORD",
                  "UNFENCE_BROKER_RECORD", "BROKER_REGISTRATION_CHANGE_RECORD", "CONFIG_RECORD"}
@@ -93,6 +95,25 @@ class _Matcher:
     def state(self, image: ClusterImage, redacted: bool):
         """The entity after the change, in the canonical image's shape; only the entity is rendered,
         so a change costs the same in a cluster of any size."""
+        return self.rendered(self.held(image, redacted))
+
+    def held(self, image: ClusterImage, redacted: bool):
+        """``state`` as ``rendered`` takes it, cheaper to take now: a whole topic is held (its partitions'
+        states are never changed in place) and rendered with the changes around it (``_render``)."""
+        if not self.config and self.broker is None and self.partition is None:
+            topic_id = image.topics.id_by_name.get(self.topic)
+            return _Held(None if topic_id is None else image.topics.hold_topic(topic_id))
+        return self._state(image, redacted)
+
+    @staticmethod
+    def rendered(held):
+        """What ``held`` gave, as ``state`` gives it."""
+        if type(held) is not _Held:
+            return held
+        return None if held.topic is None else topic_held_json(held.topic)
+
+    def _state(self, image: ClusterImage, redacted: bool):
+        """A config, a broker or one partition, rendered now (their state is changed in place)."""
         if self.config:
             kind, name, key = self.config
             resource_type = type_of(kind)
@@ -101,11 +122,13 @@ class _Matcher:
         if self.broker is not None:
             return image.brokers.broker_json(self.broker)
         topic_id = image.topics.id_by_name.get(self.topic)
-        if topic_id is None:
-            return None
-        if self.partition is None:
-            return image.topics.topic_json(topic_id)
-        return image.topics.partition_json(topic_id, self.partition)
+        return None if topic_id is None else image.topics.partition_json(topic_id, self.partition)
+
+
+class _Held(NamedTuple):
+    """A topic held by ``_Matcher.held`` (None: no such topic), to be rendered."""
+
+    topic: tuple[str, dict] | None
 
 
 def _entity(args) -> str:
@@ -145,7 +168,7 @@ def _changes(args, log, start: int, limits, problems: ReadProblems, image: Clust
             txn = image.transaction
             if txn is not None:
                 pending.append(e.offset)
-            held.append((e, redact(rec) if redacted else rec, match.state(image, redacted),
+            held.append((e, redact(rec) if redacted else rec, match.held(image, redacted),
                          None if txn is None else txn.begin_offset))
             if len(held) >= _HELD:
                 _render(held, args.format, out)
@@ -164,7 +187,7 @@ def _render(held: list[tuple], form: str, out) -> None:
             lines.append(dumps({"offset": e.offset, "aborted": after}) if form == "jsonl" else
                          f"offset {e.offset}: transaction aborted; changes at offsets {after} never took effect")
             continue
-        when = iso_time(e.timestamp)
+        when, after = iso_time(e.timestamp), _Matcher.rendered(after)
         if form == "jsonl":
             row = {"offset": e.offset, "time": when, "epoch": e.epoch, **shown_rec.to_json(), "after": after}
             if txn is not None:

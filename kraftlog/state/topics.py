@@ -243,9 +243,20 @@ class Topics:
 
     def topic_json(self, topic_id: str) -> dict:
         """One topic as ``to_json`` shows it (``history`` renders only the topic asked for)."""
-        return {"topicId": topic_id, "partitions": sorted_map(self.by_id[topic_id]["partitions"], dict)}
+        return topic_held_json(self.hold_topic(topic_id))
+
+    def hold_topic(self, topic_id: str) -> tuple[str, dict]:
+        """One topic as it stands, for ``topic_held_json`` to render later: a partition's state is replaced,
+        never changed in place (``merge_partition``), so a copy of the topic's map holds them as they are."""
+        return topic_id, dict(self.by_id[topic_id]["partitions"])
 
     def partition_json(self, topic_id: str, partition_id: int) -> dict | None:
         """One partition as ``topic_json`` shows it, without rendering its siblings."""
         partition = self.by_id[topic_id]["partitions"].get(partition_id)
         return None if partition is None else dict(partition)
+
+
+def topic_held_json(held: tuple[str, dict]) -> dict:
+    """A topic ``Topics.hold_topic`` held, as ``Topics.topic_json`` shows it."""
+    topic_id, partitions = held
+    return {"topicId": topic_id, "partitions": sorted_map(partitions, dict)}
