@@ -7,7 +7,9 @@ metadata transaction change nothing, and those of a committed one count when it 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import gc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -51,6 +53,8 @@ MIN_ISR = "min.insync.replicas"
 KAFKA_MIN_ISR = 1
 #: Whether NoOps outside a transaction take the short way (tests compare both ways).
 FAST_NOOPS = True
+#: Records that change partitions only: no config, broker or epoch a partition's health reads.
+_PARTITION_KINDS = frozenset({"PARTITION_RECORD", "PARTITION_CHANGE_RECORD"})
 
 
 def collect(source: NodeDir | Log, *, limits: Limits = Limits(), max_buckets: int = MAX_BUCKETS,
@@ -68,17 +72,31 @@ def collect(source: NodeDir | Log, *, limits: Limits = Limits(), max_buckets: in
     model = Timeline(where, log.cluster_id, log.node.node_id if single else None,
                      described if single else f"{described}, {log.name}")
     walker = _Walker(model, image, max_buckets, redact)
-    for entry in log_entries(log, start, limits, problems, apply_invalid, runs=FAST_NOOPS):
-        if type(entry) is NoOps:
-            walker.add_no_ops(entry)
-        else:
-            walker.add(entry)
+    with _rare_collections():
+        for entry in log_entries(log, start, limits, problems, apply_invalid, runs=FAST_NOOPS):
+            if type(entry) is NoOps:
+                walker.add_no_ops(entry)
+            else:
+                walker.add(entry)
     walker.finish()
     for message in problems.messages + [f"offset {p.offset} {p.type}: {p.message}" for p in image.problems]:
         model.problems.append(message)
     return model
 
 
+
+
+@contextmanager
+def _rare_collections() -> Iterator[None]:
+    """The walk makes millions of short-lived objects that reference counting frees, while the
+    image's long-lived ones fill the heap: a cyclic collection every 700 allocations (CPython's
+    default) walks that heap for nothing, a sixth of the report's time."""
+    before = gc.get_threshold()
+    gc.set_threshold(100_000, 50, 100)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
 
 
 class _Walker:
@@ -101,6 +119,9 @@ class _Walker:
         self.led: dict[int, set[tuple[str, int]]] = {}  # broker -> partitions it leads
         self.leader_of: dict[tuple[str, int], int] = {}
         self.health_moved = False  # since the last record
+        self.entry: Entry | None = None  # the record being added, and its bucket
+        self.entry_bucket: Bucket | None = None
+        self.min_isrs: dict[str, int] = {}  # topic id -> min ISR, until a record that may move it
         model.start_topics = len(self.topic_names)
         model.start_metadata_version = image.features.levels.get(METADATA_VERSION)
         for tid, topic in image.topics.by_id.items():
@@ -109,7 +130,7 @@ class _Walker:
         for bid, registration in image.brokers.registrations.items():
             model.brokers[bid] = BrokerLane(broker_state(registration), Capped(LANE_EVENTS))
         self._recheck(self._all_partitions())
-        model.start_health = self._counts()
+        model.start_health = self.shown_health = self._counts()
         self.health_moved = False
         self.before: dict[str, Callable[[dict], Any]] = {
             "CONFIG_RECORD": self._old_config,
@@ -161,10 +182,13 @@ class _Walker:
         if model.first_offset is None:
             model.first_offset = e.offset
         model.last_offset = e.offset
-        self._count(e.timestamp, e.offset, kind)
+        self.entry, self.entry_bucket = e, self._count(e.timestamp, e.offset, kind)
         if self.epoch is None or e.epoch > self.epoch.epoch:
             self.epoch = Epoch(e.epoch, e.offset, e.timestamp)
             model.epochs.append(self.epoch)
+            self.min_isrs.clear()  # the new epoch's leader is not known yet
+        if kind not in _PARTITION_KINDS:
+            self.min_isrs.clear()  # any other record may move a config min ISR comes from
         decoded = rec.error is None
         before = self.before.get(kind)
         old = before(rec.data) if before is not None and decoded else None
@@ -219,15 +243,16 @@ class _Walker:
         for a, z in zip([0, *cuts], [*cuts, len(run)], strict=True):
             self._count(int(ts[a]), offsets[a], NO_OP, z - a, offsets[z - 1])
 
-    def _count(self, ts: int, offset: int, kind: str, n: int = 1, last: int | None = None) -> None:
-        """Count ``n`` records of ``kind`` from ``offset`` to ``last`` (one bucket's) at time ``ts``."""
+    def _count(self, ts: int, offset: int, kind: str, n: int = 1, last: int | None = None) -> Bucket | None:
+        """Count ``n`` records of ``kind`` from ``offset`` to ``last`` (one bucket's) at time ``ts``;
+        their bucket (None: untimed)."""
         if ts <= 0:
             self.model.untimed += n
-            return
+            return None
         buckets = self.model.buckets
-        idx = ts // self.model.width
-        bucket = buckets.get(idx)
+        bucket = buckets.get(ts // self.model.width)
         if bucket is None:
+            idx = ts // self.model.width
             if self.lo is None:
                 self.lo = self.hi = idx
             self.lo, self.hi = min(self.lo, idx), max(self.hi, idx)
@@ -241,6 +266,7 @@ class _Walker:
         bucket.records += n
         bucket.last_offset = offset if last is None else last
         bucket.types[kind] += n
+        return bucket
 
     def _widen(self) -> None:
         """Merge buckets into wider ones until the span fits the cap."""
@@ -254,8 +280,11 @@ class _Walker:
                 if track.cells:
                     track.cells = _regroup(track.cells, factor, Cell.merge)
 
-    def _bucket(self, ts: int) -> Bucket | None:
-        return self.model.buckets.get(ts // self.model.width) if ts > 0 else None
+    def _bucket(self, e: Entry) -> Bucket | None:
+        """The bucket ``e`` was counted in (the record being added, or one held by a transaction)."""
+        if e is self.entry:
+            return self.entry_bucket
+        return self.model.buckets.get(e.timestamp // self.model.width) if e.timestamp > 0 else None
 
     # -- raft ----------------------------------------------------------------------------------
 
@@ -287,13 +316,13 @@ class _Walker:
         return track
 
     def _partition(self, e: Entry, data: dict, old: Any) -> None:
-        tid, pid = data["topicId"], data["partitionId"]
+        key = tid, pid = data["topicId"], data["partitionId"]
         topic = self.image.topics.by_id.get(tid)
         part = topic["partitions"].get(pid) if topic else None
         if part is None:
             return
-        self._set_health((tid, pid), part)
-        track = self.model.partitions.get((tid, pid))
+        self._set_health(key, part)
+        track = self.model.partitions.get(key)
         if track is None or track.removed_time is not None:
             self._track(tid, pid, part, e.timestamp)
             return
@@ -309,13 +338,13 @@ class _Walker:
             note = " UNCLEAN (not in the old ISR)" if unclean else ""
             self.model.leader_events.append(Event(
                 e.offset, e.timestamp, "leader", track.name,
-                f"leader {track.leader} -> {leader}, leader epoch {part['leaderEpoch']}{note}", leader, (tid, pid)))
+                f"leader {track.leader} -> {leader}, leader epoch {part['leaderEpoch']}{note}", leader, key))
         track.leader, track.isr = leader, isr
         track.leader_changes += moved
         track.shrinks += shrank
         track.expands += grew
         track.unclean += unclean
-        bucket = self._bucket(e.timestamp)
+        bucket = self._bucket(e)
         if bucket is None:
             return
         bucket.leader_changes += moved
@@ -374,26 +403,36 @@ class _Walker:
         return KAFKA_MIN_ISR
 
     def _flags(self, tid: str, part: dict) -> tuple[bool, ...]:
-        leader, isr = part["leader"], part["isr"]
-        registration = self.image.brokers.registrations.get(leader) if leader >= 0 else None
-        return (leader < 0, leader >= 0 and (registration is None or registration["fenced"]),
-                len(isr) < self.min_isr(self.topic_names.get(tid, "")), len(isr) < len(part["replicas"]),
+        leader, isr = part["leader"], len(part["isr"])
+        if leader >= 0:
+            registration = self.image.brokers.registrations.get(leader)
+            unavailable = registration is None or registration["fenced"]
+        else:
+            unavailable = False
+        min_isr = self.min_isrs.get(tid)
+        if min_isr is None:
+            min_isr = self.min_isrs[tid] = self.min_isr(self.topic_names.get(tid, ""))
+        return (leader < 0, unavailable, isr < min_isr, isr < len(part["replicas"]),
                 bool(part["eligibleLeaderReplicas"]))
 
     def _set_health(self, key: tuple[str, int], part: dict | None) -> None:
         """Move the partition's counts to its new flags (``None``: it is gone)."""
         flags = None if part is None else self._flags(key[0], part)
+        leader = -1 if part is None else part["leader"]
+        was = self.leader_of.get(key)
+        if was != leader:
+            if was is not None:
+                del self.leader_of[key]
+                self.led[was].discard(key)
+            if leader >= 0:
+                self.leader_of[key] = leader
+                self.led.setdefault(leader, set()).add(key)
         old = self.health.get(key)
-        was = self.leader_of.pop(key, None)
-        if was is not None:
-            self.led[was].discard(key)
-        if part is not None and part["leader"] >= 0:
-            self.leader_of[key] = part["leader"]
-            self.led.setdefault(part["leader"], set()).add(key)
         if flags == old:
             return
+        counts = self.health_counts
         for i in range(len(HEALTH)):
-            self.health_counts[i] += (flags[i] if flags else 0) - (old[i] if old else 0)
+            counts[i] += (flags[i] if flags else 0) - (old[i] if old else 0)
         if flags is None:
             del self.health[key]
         else:
@@ -412,12 +451,11 @@ class _Walker:
     def _health_moved(self, e: Entry) -> None:
         self.health_moved = False
         counts = self._counts()
-        changes = self.model.health_changes
-        if counts == (changes.tail[-1][2] if changes.tail else changes.head[-1][2] if changes.head
-                      else self.model.start_health):
+        if counts == self.shown_health:
             return  # partitions moved, not the counts
-        changes.append((e.offset, e.timestamp, counts))
-        bucket = self._bucket(e.timestamp)
+        self.shown_health = counts
+        self.model.health_changes.append((e.offset, e.timestamp, counts))
+        bucket = self._bucket(e)
         if bucket is not None:
             bucket.health_peak = counts if bucket.health_peak is None else tuple(map(max, bucket.health_peak, counts))
             bucket.health_end = counts
