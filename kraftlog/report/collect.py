@@ -8,6 +8,7 @@ metadata transaction change nothing, and those of a committed one count when it 
 from __future__ import annotations
 
 import gc
+import operator
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -55,6 +56,7 @@ KAFKA_MIN_ISR = 1
 FAST_NOOPS = True
 #: Records that change partitions only: no config, broker or epoch a partition's health reads.
 _PARTITION_KINDS = frozenset({"PARTITION_RECORD", "PARTITION_CHANGE_RECORD"})
+_NO_FLAGS = (False,) * len(HEALTH)  # a partition that is not there
 
 
 def collect(source: NodeDir | Log, *, limits: Limits = Limits(), max_buckets: int = MAX_BUCKETS,
@@ -115,7 +117,7 @@ class _Walker:
         self.topic_partitions: dict[str, list[tuple[str, int]]] = {}
         self.broker_states: dict[int, str] = {}
         self.health: dict[tuple[str, int], tuple[bool, ...]] = {}  # partition -> its HEALTH flags
-        self.health_counts = [0] * len(HEALTH)
+        self.health_counts: Health = (0,) * len(HEALTH)
         self.led: dict[int, set[tuple[str, int]]] = {}  # broker -> partitions it leads
         self.leader_of: dict[tuple[str, int], int] = {}
         self.health_moved = False  # since the last record
@@ -130,7 +132,7 @@ class _Walker:
         for bid, registration in image.brokers.registrations.items():
             model.brokers[bid] = BrokerLane(broker_state(registration), Capped(LANE_EVENTS))
         self._recheck(self._all_partitions())
-        model.start_health = self.shown_health = self._counts()
+        model.start_health = self.shown_health = self.health_counts
         self.health_moved = False
         self.before: dict[str, Callable[[dict], Any]] = {
             "CONFIG_RECORD": self._old_config,
@@ -328,17 +330,19 @@ class _Walker:
             return
         leader, isr = part["leader"], tuple(part["isr"])
         track.replicas = len(part["replicas"])
-        if leader == track.leader and isr == track.isr:
+        was, was_isr = track.leader, track.isr
+        if leader == was and isr == was_isr:
             return
-        moved = leader != track.leader
-        shrank = not set(track.isr) <= set(isr)
-        grew = not set(isr) <= set(track.isr)
-        unclean = moved and leader >= 0 and leader not in track.isr
+        moved = int(leader != was)
+        before, after = set(was_isr), set(isr)
+        shrank = int(not before <= after)
+        grew = int(not after <= before)
+        unclean = int(moved and leader >= 0 and leader not in before)
         if moved:
             note = " UNCLEAN (not in the old ISR)" if unclean else ""
             self.model.leader_events.append(Event(
                 e.offset, e.timestamp, "leader", track.name,
-                f"leader {track.leader} -> {leader}, leader epoch {part['leaderEpoch']}{note}", leader, key))
+                f"leader {was} -> {leader}, leader epoch {part['leaderEpoch']}{note}", leader, key))
         track.leader, track.isr = leader, isr
         track.leader_changes += moved
         track.shrinks += shrank
@@ -350,12 +354,15 @@ class _Walker:
         bucket.leader_changes += moved
         bucket.isr_shrinks += shrank
         bucket.isr_expands += grew
-        idx = e.timestamp // self.model.width
+        idx, size = e.timestamp // self.model.width, len(isr)
         cell = track.cells.get(idx)
         if cell is None:
-            cell = track.cells[idx] = Cell(e.offset, e.timestamp, e.offset, e.timestamp, len(isr), len(isr), leader)
-        cell.last_offset, cell.last_time, cell.isr, cell.leader = e.offset, e.timestamp, len(isr), leader
-        cell.min_isr = min(cell.min_isr, len(isr))
+            track.cells[idx] = Cell(e.offset, e.timestamp, e.offset, e.timestamp, size, size, leader, moved, shrank,
+                                    grew)
+            return
+        cell.last_offset, cell.last_time, cell.isr, cell.leader = e.offset, e.timestamp, size, leader
+        if size < cell.min_isr:
+            cell.min_isr = size
         cell.leader_changes += moved
         cell.shrinks += shrank
         cell.expands += grew
@@ -402,23 +409,22 @@ class _Walker:
                 return int(value)
         return KAFKA_MIN_ISR
 
-    def _flags(self, tid: str, part: dict) -> tuple[bool, ...]:
-        leader, isr = part["leader"], len(part["isr"])
-        if leader >= 0:
-            registration = self.image.brokers.registrations.get(leader)
-            unavailable = registration is None or registration["fenced"]
-        else:
-            unavailable = False
-        min_isr = self.min_isrs.get(tid)
-        if min_isr is None:
-            min_isr = self.min_isrs[tid] = self.min_isr(self.topic_names.get(tid, ""))
-        return (leader < 0, unavailable, isr < min_isr, isr < len(part["replicas"]),
-                bool(part["eligibleLeaderReplicas"]))
-
     def _set_health(self, key: tuple[str, int], part: dict | None) -> None:
         """Move the partition's counts to its new flags (``None``: it is gone)."""
-        flags = None if part is None else self._flags(key[0], part)
-        leader = -1 if part is None else part["leader"]
+        if part is None:
+            flags, leader = None, -1
+        else:
+            leader, isr = part["leader"], len(part["isr"])
+            if leader >= 0:
+                registration = self.image.brokers.registrations.get(leader)
+                unavailable = registration is None or registration["fenced"]
+            else:
+                unavailable = False
+            min_isr = self.min_isrs.get(key[0])
+            if min_isr is None:
+                min_isr = self.min_isrs[key[0]] = self.min_isr(self.topic_names.get(key[0], ""))
+            flags = (leader < 0, unavailable, isr < min_isr, isr < len(part["replicas"]),
+                     bool(part["eligibleLeaderReplicas"]))
         was = self.leader_of.get(key)
         if was != leader:
             if was is not None:
@@ -430,9 +436,8 @@ class _Walker:
         old = self.health.get(key)
         if flags == old:
             return
-        counts = self.health_counts
-        for i in range(len(HEALTH)):
-            counts[i] += (flags[i] if flags else 0) - (old[i] if old else 0)
+        self.health_counts = tuple(map(operator.add, self.health_counts,
+                                       map(operator.sub, flags or _NO_FLAGS, old or _NO_FLAGS)))
         if flags is None:
             del self.health[key]
         else:
@@ -445,12 +450,9 @@ class _Walker:
             part = topic["partitions"].get(pid) if topic else None
             self._set_health((tid, pid), part)
 
-    def _counts(self) -> Health:
-        return tuple(self.health_counts)
-
     def _health_moved(self, e: Entry) -> None:
         self.health_moved = False
-        counts = self._counts()
+        counts = self.health_counts
         if counts == self.shown_health:
             return  # partitions moved, not the counts
         self.shown_health = counts
