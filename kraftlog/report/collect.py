@@ -33,6 +33,7 @@ from kraftlog.report.model import (
     Timeline,
     next_width,
 )
+from kraftlog.report.partitions import TOP_PARTITIONS
 from kraftlog.schema.entity import ACL_RESOURCE_TYPES
 from kraftlog.schema.redact import REDACTED, is_secret_config
 from kraftlog.state.acls import OPERATIONS, PERMISSION_TYPES
@@ -54,6 +55,9 @@ MIN_ISR = "min.insync.replicas"
 KAFKA_MIN_ISR = 1
 #: Whether NoOps outside a transaction take the short way (tests compare both ways).
 FAST_NOOPS = True
+#: Removed partitions kept at most (those of most churn; None: all): the page draws TOP_PARTITIONS,
+#: and a removed partition's churn is final, so the rest can go as topics come and go.
+REMOVED_KEPT: int | None = TOP_PARTITIONS
 #: Records that change partitions only: no config, broker or epoch a partition's health reads.
 _PARTITION_KINDS = frozenset({"PARTITION_RECORD", "PARTITION_CHANGE_RECORD"})
 _NO_FLAGS = (False,) * len(HEALTH)  # a partition that is not there
@@ -115,6 +119,7 @@ class _Walker:
         self.topic_names = {tid: t["name"] for tid, t in image.topics.by_id.items()}
         self.seen_names = set(image.topics.id_by_name)
         self.topic_partitions: dict[str, list[tuple[str, int]]] = {}
+        self.removed: set[tuple[str, int]] = set()  # removed partitions still in the model
         self.broker_states: dict[int, str] = {}
         self.health: dict[tuple[str, int], tuple[bool, ...]] = {}  # partition -> its HEALTH flags
         self.health_counts: Health = (0,) * len(HEALTH)
@@ -380,9 +385,22 @@ class _Walker:
         for key in self.topic_partitions.pop(tid, []):
             self.model.partitions[key].removed_time = e.timestamp
             self._set_health(key, None)
+            self.removed.add(key)
+        if REMOVED_KEPT is not None and len(self.removed) > 2 * REMOVED_KEPT:
+            self._drop_removed(REMOVED_KEPT)
         self.model.topic_events.append(Event(e.offset, e.timestamp, "deleted", name or tid,
                                              f"topic id {tid}; its partitions and configs go with it",
                                              len(self.image.topics.by_id)))
+
+    def _drop_removed(self, kept: int) -> None:
+        """Keep the ``kept`` removed partitions of most churn, so the model does not grow with the
+        topics deleted over the log; the rest are counted."""
+        tracks = self.model.partitions
+        gone = sorted((k for k in self.removed if tracks[k].removed_time is not None), key=lambda k: tracks[k].rank)
+        for key in gone[kept:]:
+            del tracks[key]
+        self.model.partitions_dropped += max(len(gone) - kept, 0)
+        self.removed = set(gone[:kept])
 
     def _clear_elr(self, e: Entry, data: dict, old: Any) -> None:
         name = data.get("topicName", "")
