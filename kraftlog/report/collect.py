@@ -194,8 +194,20 @@ class _Walker:
             self.epoch = Epoch(e.epoch, e.offset, e.timestamp)
             model.epochs.append(self.epoch)
             self.min_isrs.clear()  # the new epoch's leader is not known yet
-        if kind not in _PARTITION_KINDS:
-            self.min_isrs.clear()  # any other record may move a config min ISR comes from
+        image = self.image
+        if kind in _PARTITION_KINDS and image.transaction is None and rec.error is None:
+            image.apply(rec, e.offset, e.timestamp, e.epoch)  # the general way below, in fewer steps
+            self._partition(e, rec.data, None)
+        else:
+            if kind not in _PARTITION_KINDS:
+                self.min_isrs.clear()  # any other record may move a config min ISR comes from
+            self._apply(e, kind)
+        if self.health_moved:
+            self._health_moved(e)
+
+    def _apply(self, e: Entry, kind: str) -> None:
+        """Replay the record, then take its effect on the model (held while a transaction is open)."""
+        rec = e.record
         decoded = rec.error is None
         before = self.before.get(kind)
         old = before(rec.data) if before is not None and decoded else None
@@ -212,12 +224,10 @@ class _Walker:
                 self.effects[held.record.type](held, held.record.data, held_old)
             self.pending.clear()
         elif kind == ABORT:
-            model.aborted_records += len(self.pending)
+            self.model.aborted_records += len(self.pending)
             self.pending.clear()
         elif (effect := self.effects.get(kind)) is not None:
             effect(e, rec.data, old)
-        if self.health_moved:
-            self._health_moved(e)
 
     def add_no_ops(self, run: NoOps) -> None:
         """``add`` of each NoOp of the run: outside a transaction and below a new epoch, counted per
