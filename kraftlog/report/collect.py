@@ -485,9 +485,10 @@ class _Walker:
             return  # partitions moved, not the counts
         self.shown_health = counts
         self.model.health_changes.append((e.offset, e.timestamp, counts))
-        bucket = self._bucket(e)
+        bucket = self.entry_bucket  # ``e`` is the record being added
         if bucket is not None:
-            bucket.health_peak = counts if bucket.health_peak is None else tuple(map(max, bucket.health_peak, counts))
+            peak = bucket.health_peak
+            bucket.health_peak = counts if peak is None else tuple(map(max, peak, counts))
             bucket.health_end = counts
 
     def finish(self) -> None:
