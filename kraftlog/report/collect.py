@@ -7,10 +7,8 @@ metadata transaction change nothing, and those of a committed one count when it 
 
 from __future__ import annotations
 
-import gc
 import operator
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -78,31 +76,17 @@ def collect(source: NodeDir | Log, *, limits: Limits = Limits(), max_buckets: in
     model = Timeline(where, log.cluster_id, log.node.node_id if single else None,
                      described if single else f"{described}, {log.name}")
     walker = _Walker(model, image, max_buckets, redact)
-    with _rare_collections():
-        for entry in log_entries(log, start, limits, problems, apply_invalid, runs=FAST_NOOPS):
-            if type(entry) is NoOps:
-                walker.add_no_ops(entry)
-            else:
-                walker.add(entry)
+    for entry in log_entries(log, start, limits, problems, apply_invalid, runs=FAST_NOOPS):
+        if type(entry) is NoOps:
+            walker.add_no_ops(entry)
+        else:
+            walker.add(entry)
     walker.finish()
     for message in problems.messages + [f"offset {p.offset} {p.type}: {p.message}" for p in image.problems]:
         model.problems.append(message)
     return model
 
 
-
-
-@contextmanager
-def _rare_collections() -> Iterator[None]:
-    """The walk makes millions of short-lived objects that reference counting frees, while the
-    image's long-lived ones fill the heap: a cyclic collection every 700 allocations (CPython's
-    default) walks that heap for nothing, a sixth of the report's time."""
-    before = gc.get_threshold()
-    gc.set_threshold(100_000, 50, 100)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*before)
 
 
 class _Walker:
