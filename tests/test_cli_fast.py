@@ -179,15 +179,15 @@ def test_history_renders_only_the_entity_as_the_cluster_shows_it(quiet_log, monk
     from kraftlog.cli.main import main
 
     compared = []
-    state = history._Matcher.state
+    held = history._Matcher.held
 
-    def checked(self, image, redacted):
-        mine = state(self, image, redacted)
-        assert mine == _whole_cluster_state(self, image, redacted)
-        compared.append(mine)
+    def checked(self, image, redacted):  # rendered at once here; history renders a group of changes later
+        mine = held(self, image, redacted)
+        assert self.rendered(mine) == _whole_cluster_state(self, image, redacted)
+        compared.append(self.rendered(mine))
         return mine
 
-    monkeypatch.setattr(history._Matcher, "state", checked)
+    monkeypatch.setattr(history._Matcher, "held", checked)
     lines = [json.loads(x) for x in _dump(sorted(quiet_log.glob("*.log"))[0], False, monkeypatch,
                                           fmt="jsonl").splitlines()]
     topic = next(x["metadata"]["data"]["name"] for x in lines if x.get("metadata", {}).get("type") == "TOPIC_RECORD")

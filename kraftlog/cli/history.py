@@ -2,6 +2,7 @@
 
 import json
 import sys
+from typing import NamedTuple
 
 from kraftlog.cli import main, target
 from kraftlog.cli.render import dumps, iso_time
@@ -11,10 +12,14 @@ from kraftlog.schema.redact import redact
 from kraftlog.state.configs import type_of
 from kraftlog.state.image import ClusterImage
 from kraftlog.state.rebuild import earliest_base, load_checkpoint, log_entries, on_disk, starting_point
+from kraftlog.state.replay import rare_full_collections
+from kraftlog.state.topics import topic_held_json
 
 _BROKER_TYPES = {"REGISTER_BROKER_RECORD", "UNREGISTER_BROKER_RECORD", "FENCE_BROKER_RECORD",
                  "UNFENCE_BROKER_RECORD", "BROKER_REGISTRATION_CHANGE_RECORD", "CONFIG_RECORD"}
 _TXN = {"BEGIN_TRANSACTION_RECORD", "END_TRANSACTION_RECORD", "ABORT_TRANSACTION_RECORD"}
+_ANSWERS = 1 << 14  # records whose match is remembered (``_Matcher.__call__``)
+_HELD = 256  # changes rendered together (``_render``)
 
 
 def add_parser(sub) -> None:
@@ -50,21 +55,38 @@ class _Matcher:
             if kind.upper() == "BROKER" and ":" in rest:
                 name, _, key = rest.partition(":")
             self.config = (kind.upper(), name, key or None)
+        self._answers: dict[int, tuple[MetadataRecord, bool]] = {}
 
     def __call__(self, rec: MetadataRecord) -> bool:
-        e = entity_of(rec)
+        """``_match``, remembered per record object: a log repeats its records' values, and a value is
+        decoded once into one record (``files.records``). An answer holds until a topic id is added."""
+        seen = self._answers.get(id(rec))
+        if seen is not None and seen[0] is rec:
+            return seen[1]
+        known = len(self.topic_ids)
+        answer = self._match(rec)
+        if len(self.topic_ids) != known or len(self._answers) >= _ANSWERS:
+            self._answers.clear()
+        self._answers[id(rec)] = (rec, answer)  # the record held, so its id is not another's meanwhile
+        return answer
+
+    def _match(self, rec: MetadataRecord) -> bool:
+        kind = rec.type
         if self.config:
-            kind, name, key = self.config
-            return (rec.type == "CONFIG_RECORD" and e["resource_type"] == kind and e["resource_name"] == name
-                    and (key is None or rec.data["name"] == key))
+            kind_, name, key = self.config
+            if kind != "CONFIG_RECORD":
+                return False
+            e = entity_of(rec)
+            return e["resource_type"] == kind_ and e["resource_name"] == name and (key is None or rec.data["name"] == key)
         if self.broker is not None:
-            return rec.type in _BROKER_TYPES and e["broker_id"] == self.broker
-        if rec.type == "TOPIC_RECORD" and rec.data["name"] == self.topic:
+            return kind in _BROKER_TYPES and entity_of(rec)["broker_id"] == self.broker
+        if kind == "TOPIC_RECORD" and rec.data["name"] == self.topic:
             self.topic_ids.add(rec.data["topicId"])
             return True
-        if rec.type == "CLEAR_ELR_RECORD":
+        if kind == "CLEAR_ELR_RECORD":
             return rec.data.get("topicName", "") in ("", self.topic)
-        if rec.type == "CONFIG_RECORD":
+        e = entity_of(rec)
+        if kind == "CONFIG_RECORD":
             return self.partition is None and e["topic_name"] == self.topic
         if e["topic_id"] in self.topic_ids:
             return self.partition is None or e["partition_id"] in (None, self.partition)
@@ -73,6 +95,25 @@ class _Matcher:
     def state(self, image: ClusterImage, redacted: bool):
         """The entity after the change, in the canonical image's shape; only the entity is rendered,
         so a change costs the same in a cluster of any size."""
+        return self.rendered(self.held(image, redacted))
+
+    def held(self, image: ClusterImage, redacted: bool):
+        """``state`` as ``rendered`` takes it, cheaper to take now: a whole topic is held (its partitions'
+        states are never changed in place) and rendered with the changes around it (``_render``)."""
+        if not self.config and self.broker is None and self.partition is None:
+            topic_id = image.topics.id_by_name.get(self.topic)
+            return _Held(None if topic_id is None else image.topics.hold_topic(topic_id))
+        return self._state(image, redacted)
+
+    @staticmethod
+    def rendered(held):
+        """What ``held`` gave, as ``state`` gives it."""
+        if type(held) is not _Held:
+            return held
+        return None if held.topic is None else topic_held_json(held.topic)
+
+    def _state(self, image: ClusterImage, redacted: bool):
+        """A config, a broker or one partition, rendered now (their state is changed in place)."""
         if self.config:
             kind, name, key = self.config
             resource_type = type_of(kind)
@@ -81,11 +122,13 @@ class _Matcher:
         if self.broker is not None:
             return image.brokers.broker_json(self.broker)
         topic_id = image.topics.id_by_name.get(self.topic)
-        if topic_id is None:
-            return None
-        if self.partition is None:
-            return image.topics.topic_json(topic_id)
-        return image.topics.partition_json(topic_id, self.partition)
+        return None if topic_id is None else image.topics.partition_json(topic_id, self.partition)
+
+
+class _Held(NamedTuple):
+    """A topic held by ``_Matcher.held`` (None: no such topic), to be rendered."""
+
+    topic: tuple[str, dict] | None
 
 
 def _entity(args) -> str:
@@ -94,6 +137,70 @@ def _entity(args) -> str:
     if args.broker is not None:
         return f"broker {args.broker}"
     return f"topic {args.topic}" + (f" partition {args.partition}" if args.partition is not None else "")
+
+
+def _changes(args, log, start: int, limits, problems: ReadProblems, image: ClusterImage, match: _Matcher,
+             out) -> tuple[int, int | None]:
+    """Write each change of the entity read from ``start`` on, and the transactions aborted around them;
+    (changes shown, the last offset read). Changes are rendered in groups (``_render``), apart from the
+    records read between them."""
+    redacted = not args.no_redact
+    pending: list[int] = []
+    held: list[tuple] = []  # what is to be written, in order, not yet rendered
+    shown = 0
+    last = None
+    try:  # what was read before a failure is written, as it was before changes were held
+        for e in log_entries(log, start, limits, problems, args.apply_invalid, runs=True):
+            if type(e) is NoOps:  # no NoOp is about an entity
+                last = e.last
+                image.pass_over_all(e)
+                continue
+            rec, last, timestamp, epoch = e
+            image.apply(rec, last, timestamp, epoch)
+            if pending and rec.type in _TXN:
+                if rec.type == "ABORT_TRANSACTION_RECORD":
+                    held.append((e, None, pending, None))
+                pending = []
+                continue
+            if not isinstance(rec, MetadataRecord) or rec.error is not None or not match(rec):
+                continue
+            shown += 1
+            txn = image.transaction
+            if txn is not None:
+                pending.append(e.offset)
+            held.append((e, redact(rec) if redacted else rec, match.held(image, redacted),
+                         None if txn is None else txn.begin_offset))
+            if len(held) >= _HELD:
+                _render(held, args.format, out)
+    finally:
+        _render(held, args.format, out)
+    return shown, last
+
+
+def _render(held: list[tuple], form: str, out) -> None:
+    """Write ``held`` (entries with the record shown, the entity after it and the transaction it is in; or
+    with None and the offsets an abort undid) and empty it. Rendered together, the code stays warm: between
+    two changes of one topic a large cluster's log holds many records, and the rendering then costs more."""
+    lines = []
+    for e, shown_rec, after, txn in held:
+        if shown_rec is None:
+            lines.append(dumps({"offset": e.offset, "aborted": after}) if form == "jsonl" else
+                         f"offset {e.offset}: transaction aborted; changes at offsets {after} never took effect")
+            continue
+        when, after = iso_time(e.timestamp), _Matcher.rendered(after)
+        if form == "jsonl":
+            row = {"offset": e.offset, "time": when, "epoch": e.epoch, **shown_rec.to_json(), "after": after}
+            if txn is not None:
+                row["inTransaction"] = txn
+            lines.append(dumps(row))
+        else:
+            rec = e.record
+            in_txn = f" (in transaction begun at {txn})" if txn is not None else ""
+            lines.append(f"offset {e.offset} {when} epoch {e.epoch}{in_txn} {rec.type} v{rec.version} "
+                         f"{dumps(shown_rec.to_json()['data'])}\n    after: {json.dumps(after)}")
+    if lines:
+        out.write("\n".join(lines) + "\n")
+    held.clear()
 
 
 def run(args) -> int:
@@ -113,42 +220,8 @@ def run(args) -> int:
         at, state = image.provenance.offset, match.state(image, redacted)
         out.write((dumps({"offset": at, "base": described, "after": state}) if args.format == "jsonl" else
                    f"offset {at} {described}\n    state: {json.dumps(state)}") + "\n")
-    pending: list[int] = []
-    shown = 0
-    last = None
-    for e in log_entries(log, start, limits, problems, args.apply_invalid, runs=True):
-        if type(e) is NoOps:  # no NoOp is about an entity
-            last = e.last
-            image.pass_over_all(e)
-            continue
-        last = e.offset
-        rec = e.record
-        image.apply(rec, e.offset, e.timestamp, e.epoch)
-        if rec.type in _TXN and pending:
-            if rec.type == "ABORT_TRANSACTION_RECORD":
-                note = {"offset": e.offset, "aborted": pending}
-                out.write((dumps(note) if args.format == "jsonl" else
-                           f"offset {e.offset}: transaction aborted; changes at offsets {pending} never took effect")
-                          + "\n")
-            pending = []
-            continue
-        if not isinstance(rec, MetadataRecord) or rec.error is not None or not match(rec):
-            continue
-        shown += 1
-        if image.transaction is not None:
-            pending.append(e.offset)
-        shown_rec = redact(rec) if redacted else rec
-        after = match.state(image, redacted)
-        when = iso_time(e.timestamp)
-        if args.format == "jsonl":
-            row = {"offset": e.offset, "time": when, "epoch": e.epoch, **shown_rec.to_json(), "after": after}
-            if image.transaction is not None:
-                row["inTransaction"] = image.transaction.begin_offset
-            out.write(dumps(row) + "\n")
-        else:
-            txn = f" (in transaction begun at {image.transaction.begin_offset})" if image.transaction else ""
-            out.write(f"offset {e.offset} {when} epoch {e.epoch}{txn} {rec.type} v{rec.version} "
-                      f"{dumps(shown_rec.to_json()['data'])}\n    after: {json.dumps(after)}\n")
+    with rare_full_collections():
+        shown, last = _changes(args, log, start, limits, problems, image, match, out)
     read = f"{described}" + (f" to offset {last}" if last is not None else "")
     end = image.provenance.offset
     later = [snap for snap in log.snapshots if snap.offset - 1 > end]

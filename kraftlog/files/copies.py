@@ -168,17 +168,19 @@ class Log:
         for piece in self.pieces:
             if piece.hi < start:
                 continue
-            for e in _node_entries(piece.node, max(start, piece.lo), piece.hi, limits, problems, apply_invalid, runs):
-                first = e.offset if type(e) is Entry else int(e.offsets[0])
-                if first > piece.hi:
+            hi = piece.hi
+            for e in _node_entries(piece.node, max(start, piece.lo), hi, limits, problems, apply_invalid, runs):
+                entry = type(e) is Entry
+                first = e.offset if entry else int(e.offsets[0])
+                if first > hi:
                     break
-                if first > expected >= 0 and first != expected:
+                if first > expected >= 0:
                     problems.messages.append(f"offsets {expected}-{first - 1} are missing from the log")
-                if type(e) is Entry:
-                    expected = e.offset + 1
+                if entry:
+                    expected = first + 1
                     yield e
                     continue
-                within = piece.hi - first + 1  # offsets of a run are consecutive
+                within = hi - first + 1  # offsets of a run are consecutive
                 cut = len(e) > within
                 e = e.part(0, within) if cut else e
                 expected = e.last + 1

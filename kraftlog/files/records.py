@@ -1,5 +1,7 @@
 """A file's records as typed entries in log order: what replay and the commands consume."""
 
+import functools
+import itertools
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -126,8 +128,38 @@ def _walked(lf: LogFile, limits: Limits, start: int, until: int | None):
         walks.close()  # the file, at once
 
 
+class _Recent:
+    """Record values -> their decoded records, across walks and files: a log repeats its ISR changes and
+    leader elections, and a decoded record is never changed by its callers (``decode_metadata``), so one
+    object serves each. Bounded: two generations of ``size`` values each; a value found in the old one
+    moves to the new, and the old is dropped when the new is full (about the most recent values)."""
+
+    def __init__(self, size: int = 1 << 14, value_bytes: int = 512) -> None:
+        self.size, self.value_bytes = size, value_bytes
+        self.new: dict[bytes, MetadataRecord] = {}
+        self.old: dict[bytes, MetadataRecord] = {}
+
+    def decode(self, value: bytes) -> MetadataRecord:
+        rec = self.new.get(value)
+        if rec is not None:
+            return rec
+        rec = self.old.pop(value, None)
+        if rec is None:
+            rec = decode_metadata(value)
+            if len(value) > self.value_bytes:
+                return rec
+        if len(self.new) >= self.size:
+            self.old, self.new = self.new, {}
+        self.new[value] = rec
+        return rec
+
+
+_RECENT = _Recent()
+
+
 def _items(w, stop: int, start: int) -> Iterator[Entry | NoOps]:
-    """The records of a clean walk's first ``stop`` batches at or after ``start``."""
+    """The records of a clean walk's first ``stop`` batches at or after ``start``; a metadata value is
+    decoded once (``_Recent``)."""
     keep = (w.rec_batch < stop) & (w.rec_offset >= start)
     batch, offsets, timestamps, kv = w.rec_batch[keep], w.rec_offset[keep], w.rec_timestamp[keep], w.rec_kv[keep]
     if not len(batch):
@@ -135,32 +167,34 @@ def _items(w, stop: int, start: int) -> Iterator[Entry | NoOps]:
     h = w.header
     control = ((h["attributes"] & CONTROL_BIT) != 0)[batch]
     epochs = h["partitionLeaderEpoch"][batch].astype(np.int64)
-    decoded: dict[int, MetadataRecord] = {}  # a value's first record, decoded to tell NoOps
+    decoded: dict[int, MetadataRecord] = {}  # kv index -> its record
     no_op = np.zeros(len(w.kv), bool)
     for k in np.unique(kv[~control]).tolist():
-        rec = decoded[k] = decode_metadata(w.kv[k][1] or b"")
+        rec = decoded[k] = _RECENT.decode(w.kv[k][1] or b"")
         no_op[k] = is_no_op(rec)
     run_key = np.where(no_op[kv] & ~control, kv, -1)
     same = (run_key[1:] == run_key[:-1]) & (offsets[1:] == offsets[:-1] + 1) & (run_key[1:] >= 0)
-    starts = np.flatnonzero((run_key >= 0) & np.concatenate([[True], ~same])).tolist()
+    starts = np.flatnonzero((run_key >= 0) & np.concatenate([[True], ~same]))
     ends = (np.flatnonzero((run_key >= 0) & np.concatenate([~same, [True]])) + 1).tolist()
-    offset_list, ts_list, epoch_list, kv_list = offsets.tolist(), timestamps.tolist(), epochs.tolist(), kv.tolist()
-    control_list = control.tolist()
+    single = np.flatnonzero(run_key < 0)  # the records outside runs, as entries made one by one in C: made
+    # ahead, a walk's entries would be thousands of young objects for the garbage collector to visit
+    recs = [_control(*w.kv[k]) if c else decoded[k]
+            for k, c in zip(kv[single].tolist(), control[single].tolist(), strict=True)]
+    entries = map(_new_entry, zip(recs, offsets[single].tolist(), timestamps[single].tolist(),
+                                  epochs[single].tolist(), strict=True))
     at = 0
-    for a, z in [*zip(starts, ends, strict=True), (len(kv_list), len(kv_list))]:
-        for i in range(at, a):
-            k = kv_list[i]
-            if control_list[i]:
-                key, value = w.kv[k]
-                rec = decode_control(key or b"", value or b"")
-            else:
-                rec = decoded.pop(k, None)
-                if rec is None:  # a value seen before in the walk: a record object of its own
-                    rec = decode_metadata(w.kv[k][1] or b"")
-            yield Entry(rec, offset_list[i], ts_list[i], epoch_list[i])
-        if a < z:
-            yield NoOps(w.kv[kv_list[a]][1], offsets[a:z], timestamps[a:z], epochs[a:z])
-        at = z
+    for a, z, cut in zip(starts.tolist(), ends, np.searchsorted(single, starts).tolist(), strict=True):
+        yield from itertools.islice(entries, cut - at)
+        yield NoOps(w.kv[int(kv[a])][1], offsets[a:z], timestamps[a:z], epochs[a:z])
+        at = cut
+    yield from entries
+
+
+_new_entry = functools.partial(tuple.__new__, Entry)  # Entry(*fields), without a Python call
+
+
+def _control(key: bytes | None, value: bytes | None) -> ControlRecord:
+    return decode_control(key or b"", value or b"")
 
 
 def iter_entries(

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kraftlog.files.records import NoOps
+from kraftlog.schema.metadata import BY_TYPE_NAME
 from kraftlog.schema.records import MetadataRecord, key_fields
 from kraftlog.state.acls import Acls
 from kraftlog.state.brokers import Brokers
@@ -70,7 +71,10 @@ class ClusterImage:
         self.delegation_tokens = DelegationTokens()
         self.producer_ids = ProducerIds()
         self.raft = Raft()
-        self.provenance = Provenance()
+        self._provenance = Provenance()
+        #: (offset, epoch, timestamp) of a record applied since ``provenance`` was last built: a
+        #: Provenance per record would cost more than the record's change (``provenance`` builds it).
+        self._at: tuple[int, int, int] | None = None
         self.problems: list[Problem] = []
         self.transaction: OpenTransaction | None = None
         #: While a transaction's records are applied (one delta in Kafka): the config resources before it.
@@ -90,15 +94,39 @@ class ClusterImage:
             **dict.fromkeys(_NO_EFFECT, _ignore),
         }
         self._raft_handlers = self.raft.handlers()
+        #: Metadata api key -> handler, for what ``apply`` does with a decoded record outside a
+        #: transaction (the transaction markers keep the general path).
+        self._by_api_key = {message.api_key: handler for name, handler in self._handlers.items()
+                            if (message := BY_TYPE_NAME.get(name)) is not None and name not in (BEGIN, END, ABORT)}
 
     @classmethod
     def empty(cls) -> ClusterImage:
         """The state before any record; a snapshot is replayed onto this."""
         return cls()
 
+    @property
+    def provenance(self) -> Provenance:
+        if self._at is not None:
+            self._provenance, self._at = Provenance(*self._at), None
+        return self._provenance
+
+    @provenance.setter
+    def provenance(self, value: Provenance) -> None:
+        self._provenance, self._at = value, None
+
     def apply(self, rec: Any, offset: int, timestamp: int = -1, epoch: int = -1) -> None:
         """Replay one decoded record (anything with ``type``, ``data`` and ``error``) at ``offset``."""
-        self.raft.observe_epoch(epoch)
+        if epoch > self.raft.leader_epoch:
+            self.raft.observe_epoch(epoch)
+        if type(rec) is MetadataRecord and rec.error is None and self.transaction is None and (
+                handler := self._by_api_key.get(rec.api_key)) is not None:
+            # the general path's last branch, without its tests: most of a log's records (``_run`` inline)
+            try:
+                handler(rec.data)
+            except _REFUSALS as exc:
+                self._refused(rec, offset, exc)
+            self._at = (offset, epoch, timestamp)
+            return
         kind = rec.type
         error = getattr(rec, "error", None)
         if error is not None:
@@ -123,7 +151,7 @@ class ClusterImage:
         if self.transaction is not None:
             return False
         self.raft.observe_epoch(epoch)
-        self.provenance = Provenance(offset, epoch, timestamp)
+        self._at = (offset, epoch, timestamp)
         return True
 
     def pass_over_all(self, run: NoOps) -> None:
@@ -131,7 +159,7 @@ class ClusterImage:
         which is what observing each in turn leaves), or each applied inside a transaction."""
         if self.transaction is None:
             self.raft.observe_epoch(int(run.epochs.max()))
-            self.provenance = Provenance(run.last, int(run.epochs[-1]), int(run.timestamps[-1]))
+            self._at = (run.last, int(run.epochs[-1]), int(run.timestamps[-1]))
             return
         for e in run.entries():
             self.apply(e.record, e.offset, e.timestamp, e.epoch)
@@ -139,9 +167,14 @@ class ClusterImage:
     def _run(self, handler: Callable[[dict], None], rec: Any, offset: int) -> None:
         try:
             handler(rec.data)
-        except ReplayProblem as problem:
-            self._report(offset, rec.type, str(problem))
-        except (KeyError, TypeError, ValueError) as exc:
+        except _REFUSALS as exc:
+            self._refused(rec, offset, exc)
+
+    def _refused(self, rec: Any, offset: int, exc: Exception) -> None:
+        """A handler's refusal as a problem: its own words, or the malformed field it tripped on."""
+        if isinstance(exc, ReplayProblem):
+            self._report(offset, rec.type, str(exc))
+        else:
             self._report(offset, rec.type, f"malformed record: {type(exc).__name__}: {exc}")
 
     def _report(self, offset: int, kind: str, message: str) -> None:
@@ -150,7 +183,7 @@ class ClusterImage:
     def _advance(self, offset: int, epoch: int, timestamp: int) -> None:
         """Only outside a transaction: while one is open the image stays the pre-Begin one."""
         if self.transaction is None:
-            self.provenance = Provenance(offset, epoch, timestamp)
+            self._at = (offset, epoch, timestamp)
 
     def _transaction_marker(self, kind: str, rec: Any, offset: int) -> None:
         txn = self.transaction
@@ -194,6 +227,11 @@ class ClusterImage:
             "producerIds": self.producer_ids.to_json(),
             "zkMigrationState": self.features.zk_migration_state_name,
         }
+
+
+#: What a handler raises for a record it cannot apply (``ReplayProblem``), or for one whose fields are not
+#: what the schema promises.
+_REFUSALS = (ReplayProblem, KeyError, TypeError, ValueError)
 
 
 def _not_applied(rec: Any, error: str) -> str:

@@ -132,22 +132,32 @@ def placement(old: dict, change: dict) -> tuple[list[int], list[str]]:
     return replicas, _directories(directories, replicas)
 
 
-#: ``PARTITION_CHANGE_RECORD`` without its KEY and PLACEMENT fields, as tuples (the hot loop of replay).
-_MERGED = [(name, m.rule == REPLACE, m.state, m.unchanged, m.bumps, m.state == "leaderRecoveryState")
-           for name, m in PARTITION_CHANGE_RECORD.items() if m.rule not in (KEY, PLACEMENT)]
+#: ``PARTITION_CHANGE_RECORD`` by field, as ``merge_partition`` reads it: (state field, REPLACE?, unchanged,
+#: bumps, leaderRecoveryState?) for the fields merged one by one; None for the KEY and PLACEMENT fields.
+_MERGED = {name: None if m.rule in (KEY, PLACEMENT) else
+           (m.state, m.rule == REPLACE, m.unchanged, m.bumps, m.state == "leaderRecoveryState")
+           for name, m in PARTITION_CHANGE_RECORD.items()}
 
 
 def merge_partition(old: dict, change: dict) -> dict:
     """The partition after a PartitionChangeRecord (reference §6.2), by ``PARTITION_CHANGE_RECORD``;
-    ``old`` is left untouched.
+    ``old`` is left untouched (the lists it shares with the result are never changed in place).
 
     A Leader field other than -2 bumps the leader epoch, even when it is -1 or names the current
-    leader, because the controller writes the current leader on purpose to fence stale replicas."""
+    leader, because the controller writes the current leader on purpose to fence stale replicas.
+    Only the fields the change holds are visited (a decoded PartitionChangeRecord holds its tagged
+    fields only when set); without replicas and directories the placement stays as it is, since
+    ``old``'s already has one directory per replica. A field the table does not name is refused."""
     new = dict(old)
-    new["replicas"], new["directories"] = placement(old, change)
-    get = change.get
-    for name, replace, state, unchanged, bumps, recovery in _MERGED:
-        value = get(name, unchanged)
+    if "replicas" in change or "directories" in change:
+        new["replicas"], new["directories"] = placement(old, change)
+    for name, value in change.items():
+        merged = _MERGED.get(name, name)
+        if merged is None:
+            continue
+        if merged is name:
+            raise ReplayProblem(f"PartitionChangeRecord field {name} is not one kraftlog merges")
+        state, replace, unchanged, bumps, recovery = merged
         if value == unchanged:
             continue
         new[state] = list(value) if replace else _recovery_state(value) if recovery else value
@@ -195,12 +205,13 @@ class Topics:
         topic["partitions"][data["partitionId"]] = new_partition(data)
 
     def _partition_change(self, data: dict) -> None:
-        topic = self._topic_or_problem(data["topicId"], "PartitionChangeRecord")
+        topic = self.by_id.get(data["topicId"]) or self._topic_or_problem(data["topicId"], "PartitionChangeRecord")
         partition_id = data["partitionId"]
-        old = topic["partitions"].get(partition_id)
+        partitions = topic["partitions"]
+        old = partitions.get(partition_id)
         if old is None:
             raise ReplayProblem(f"PartitionChangeRecord for {topic['name']}-{partition_id}, which does not exist")
-        topic["partitions"][partition_id] = merge_partition(old, data)
+        partitions[partition_id] = merge_partition(old, data)
 
     def remove(self, topic_id: str) -> str:
         """Drop a topic and its partitions; returns its name so its configs can go too."""
@@ -232,9 +243,20 @@ class Topics:
 
     def topic_json(self, topic_id: str) -> dict:
         """One topic as ``to_json`` shows it (``history`` renders only the topic asked for)."""
-        return {"topicId": topic_id, "partitions": sorted_map(self.by_id[topic_id]["partitions"], dict)}
+        return topic_held_json(self.hold_topic(topic_id))
+
+    def hold_topic(self, topic_id: str) -> tuple[str, dict]:
+        """One topic as it stands, for ``topic_held_json`` to render later: a partition's state is replaced,
+        never changed in place (``merge_partition``), so a copy of the topic's map holds them as they are."""
+        return topic_id, dict(self.by_id[topic_id]["partitions"])
 
     def partition_json(self, topic_id: str, partition_id: int) -> dict | None:
         """One partition as ``topic_json`` shows it, without rendering its siblings."""
         partition = self.by_id[topic_id]["partitions"].get(partition_id)
         return None if partition is None else dict(partition)
+
+
+def topic_held_json(held: tuple[str, dict]) -> dict:
+    """A topic ``Topics.hold_topic`` held, as ``Topics.topic_json`` shows it."""
+    topic_id, partitions = held
+    return {"topicId": topic_id, "partitions": sorted_map(partitions, dict)}

@@ -1,0 +1,198 @@
+"""Replay's cheaper paths (issue 18) give what the general ones give: ``ClusterImage.apply`` by api key,
+``merge_partition`` over the fields a change holds, one decoded record per value across walks
+(``files.records._Recent``) and ``history``'s remembered matches."""
+
+import gc
+import json
+from argparse import Namespace
+from pathlib import Path
+
+import pytest
+from test_cli_fast import quiet_log  # noqa: F401
+from test_state_support import uuid
+
+from conftest import CORPUS
+from kraftlog.cli.history import _Matcher
+from kraftlog.files import records
+from kraftlog.files.copies import Log
+from kraftlog.files.logdir import find_nodes
+from kraftlog.files.reader import Limits
+from kraftlog.files.records import Entry, ReadProblems
+from kraftlog.schema import decode_metadata, encode_metadata
+from kraftlog.state.image import ClusterImage
+from kraftlog.state.problems import ReplayProblem
+from kraftlog.state.replay import replay
+from kraftlog.state.topics import merge_partition
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+T = uuid(1)
+
+
+class _General(ClusterImage):
+    """The image with every record taken by ``apply``'s general path (no handler by api key)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._by_api_key = {}
+
+
+def _same(a: ClusterImage, b: ClusterImage) -> None:
+    assert a.to_json(redact=False) == b.to_json(redact=False)
+    assert (a.provenance, a.problems, a.transaction) == (b.provenance, b.problems, b.transaction)
+    assert (a.raft.leader_epoch, a.raft.leader_id, a.raft.to_json()) == (b.raft.leader_epoch, b.raft.leader_id,
+                                                                          b.raft.to_json())
+
+
+def _nodes() -> list:
+    roots = [FIXTURES] + ([CORPUS / "real"] if CORPUS.is_dir() else [])
+    return [node for root in roots for node in find_nodes(root) if node.segments]
+
+
+@pytest.mark.parametrize("node", _nodes(), ids=lambda n: str(n.log_dir))
+def test_apply_by_api_key_is_the_general_path_on_real_logs(node):
+    fast = replay(Log.of(node).entries(0, Limits(), ReadProblems(), runs=True))
+    general = replay(Log.of(node).entries(0, Limits(), ReadProblems()), _General())
+    assert fast.records == general.records > 0
+    _same(fast.image, general.image)
+
+
+def _rec(kind: str, version: int, **data):
+    return decode_metadata(encode_metadata(kind, version, data))
+
+
+def _records() -> list:
+    """Real decoded records: a topic, its partition and changes, two refused, and a transaction."""
+    return [
+        _rec("TOPIC_RECORD", 0, name="t", topicId=T),
+        _rec("PARTITION_RECORD", 1, partitionId=0, topicId=T, replicas=[1, 2, 3], isr=[1, 2, 3], removingReplicas=[],
+             addingReplicas=[], leader=1, leaderEpoch=5, partitionEpoch=7),
+        _rec("PARTITION_CHANGE_RECORD", 1, partitionId=0, topicId=T, isr=[1, 2]),
+        _rec("PARTITION_CHANGE_RECORD", 1, partitionId=0, topicId=T, leader=2),
+        _rec("PARTITION_CHANGE_RECORD", 1, partitionId=1, topicId=T, leader=2),  # no such partition
+        _rec("PARTITION_CHANGE_RECORD", 1, partitionId=0, topicId=T, leader=3, leaderRecoveryState=7),  # refused
+        _rec("BEGIN_TRANSACTION_RECORD", 0, name="move"),
+        _rec("PARTITION_CHANGE_RECORD", 1, partitionId=0, topicId=T, replicas=[2, 3, 4], isr=[2, 3, 4]),
+        _rec("END_TRANSACTION_RECORD", 0),
+        _rec("NO_OP_RECORD", 0),
+    ]
+
+
+def test_literal_records_give_the_literal_image_either_way():
+    fast, general = ClusterImage.empty(), _General()
+    for offset, rec in enumerate(_records()):
+        fast.apply(rec, offset, 1000 + offset, 3)
+        general.apply(rec, offset, 1000 + offset, 3)
+    _same(fast, general)
+    assert fast.to_json()["topics"]["t"]["partitions"]["0"] == {
+        "replicas": [2, 3, 4], "directories": ["AAAAAAAAAAAAAAAAAAAAAA"] * 3, "isr": [2, 3, 4],
+        "removingReplicas": [], "addingReplicas": [], "leader": 2, "leaderRecoveryState": 0, "leaderEpoch": 6,
+        "partitionEpoch": 10, "eligibleLeaderReplicas": [], "lastKnownElr": []}
+    assert [(p.offset, p.message) for p in fast.problems] == [
+        (4, "PartitionChangeRecord for t-1, which does not exist"), (5, "unknown leaderRecoveryState 7")]
+    assert fast.provenance.to_json() == {"offset": 9, "epoch": 3, "timestamp": 1009}
+
+
+def test_a_change_without_placement_keeps_it_and_leaves_the_old_partition_as_it_was():
+    old = {"replicas": [1, 2], "directories": [uuid(7), uuid(8)], "isr": [1, 2], "removingReplicas": [],
+           "addingReplicas": [], "leader": 1, "leaderRecoveryState": 0, "leaderEpoch": 4, "partitionEpoch": 9,
+           "eligibleLeaderReplicas": [], "lastKnownElr": []}
+    before = {k: list(v) if isinstance(v, list) else v for k, v in old.items()}
+    new = merge_partition(old, {"partitionId": 0, "topicId": T, "isr": [2], "leader": 2})
+    assert old == before
+    assert new == {**before, "isr": [2], "leader": 2, "leaderEpoch": 5, "partitionEpoch": 10}
+    assert list(new) == list(old)  # the state's field order, which the image's JSON shows
+
+
+def test_a_change_field_the_table_does_not_name_is_refused():
+    with pytest.raises(ReplayProblem, match="field fencing is not one kraftlog merges"):
+        merge_partition({"partitionEpoch": 0, "replicas": [1], "directories": [uuid(7)]}, {"fencing": 1})
+
+
+def test_a_value_is_decoded_once_across_walks_within_the_bound():
+    recent = records._Recent(size=2, value_bytes=64)
+    values = [encode_metadata("PARTITION_CHANGE_RECORD", 1, {"partitionId": p, "topicId": T, "isr": [1]})
+              for p in range(5)]
+    first = recent.decode(bytes(values[0]))
+    assert recent.decode(bytes(values[0])) is first  # another bytes object of the same value
+    assert recent.decode(values[0]).data == {"partitionId": 0, "topicId": T, "isr": [1]}
+    for v in values[1:]:
+        recent.decode(v)
+    assert len(recent.new) + len(recent.old) <= 4 and values[0] not in recent.new | recent.old
+    big = encode_metadata("TOPIC_RECORD", 0, {"name": "x" * 80, "topicId": T})
+    assert recent.decode(big).data["name"] == "x" * 80 and big not in recent.new | recent.old
+
+
+def test_a_remembered_match_changes_when_the_topic_is_created():
+    match = _Matcher(Namespace(topic="t", partition=None, broker=None, config=None), ClusterImage.empty())
+    change = _rec("PARTITION_CHANGE_RECORD", 1, partitionId=0, topicId=T, isr=[1])
+    assert not match(change) and not match(change)
+    assert match(_rec("TOPIC_RECORD", 0, name="t", topicId=T))
+    assert match(change)
+    one = _Matcher(Namespace(topic="t", partition=1, broker=None, config=None), ClusterImage.empty())
+    assert one(_rec("TOPIC_RECORD", 0, name="t", topicId=T)) and not one(change)
+
+
+def test_full_collections_are_rarer_only_while_a_log_is_replayed():
+    before = gc.get_threshold()
+    seen = []
+
+    def entries():
+        seen.append(gc.get_threshold())
+        yield Entry(_rec("NO_OP_RECORD", 0), 0, 1000, 1)
+        raise OSError("gone")
+
+    with pytest.raises(OSError):
+        replay(entries())
+    assert seen == [(before[0], before[1], before[2] * 100)] and gc.get_threshold() == before
+    assert replay(iter([Entry(_rec("NO_OP_RECORD", 0), 0, 1000, 1)])).records == 1
+    assert gc.get_threshold() == before
+
+
+def _topics(log_dir) -> list[str]:
+    """The names of the topics the log creates."""
+    return sorted({e.record.data["name"] for e in Log.of(find_nodes(log_dir)[0]).entries(0, Limits(), ReadProblems())
+                   if e.record.type == "TOPIC_RECORD"})
+
+
+def _history(log_dir, capsys, *args) -> str:
+    from kraftlog.cli.main import main
+
+    main(["history", str(log_dir), *args])
+    return capsys.readouterr().out
+
+
+def test_history_rendered_in_groups_is_history_rendered_change_by_change(quiet_log, monkeypatch, capsys):  # noqa: F811
+    from kraftlog.cli import history
+
+    topics = _topics(quiet_log)
+    outputs = {}
+    for held in (1, 3, 1 << 20):
+        monkeypatch.setattr(history, "_HELD", held)
+        outputs[held] = [_history(quiet_log, capsys, "--topic", t, *f) for t in topics
+                         for f in ((), ("--format", "jsonl"))]
+    assert outputs[1] == outputs[3] == outputs[1 << 20]
+    assert any("aborted" in out for out in outputs[1]) and any("inTransaction" in out for out in outputs[1])
+
+
+def test_history_writes_the_changes_read_before_a_failure(quiet_log, monkeypatch, capsys):  # noqa: F811
+    from kraftlog.cli import history
+
+    topic = _topics(quiet_log)[0]
+    whole = _history(quiet_log, capsys, "--topic", topic, "--format", "jsonl").splitlines()
+    offsets = [json.loads(line)["offset"] for line in whole]
+    cut = offsets[len(offsets) // 2]
+    entries = history.log_entries
+
+    def failing(*args, **kwargs):
+        for e in entries(*args, **kwargs):
+            if (e.offset if type(e) is Entry else e.last) > cut:
+                raise OSError("the disk went away")
+            yield e
+
+    monkeypatch.setattr(history, "log_entries", failing)
+    from kraftlog.cli.main import main
+
+    assert main(["history", str(quiet_log), "--topic", topic, "--format", "jsonl"]) == 1
+    written = capsys.readouterr()
+    assert "the disk went away" in written.err
+    assert written.out.splitlines() == [line for line, o in zip(whole, offsets, strict=True) if o <= cut]
