@@ -1,6 +1,5 @@
 """``kraftlog report``: one node's log as a self-contained HTML page of timelines."""
 
-import gc
 import sys
 
 from kraftlog.cli import main, progress, target
@@ -35,10 +34,6 @@ def run(args) -> int:
         raise main.UsageError(f"--output {args.output} is inside the input {given} (or its log dir); "
                               "reading never writes into an input")
     limits = main.limits_of(args)
-    # The walk makes millions of short-lived objects that reference counting frees, beside the image's
-    # long-lived ones: a cyclic collection every 700 allocations (CPython's default) walks that heap
-    # for nothing, a tenth of the report's time; this process ends with the report.
-    gc.set_threshold(100_000, 50, 100)
     log = target.open_log(args)
     if not log.pieces and not log.snapshots:
         for line in log.unreadable():  # often the reason: named first

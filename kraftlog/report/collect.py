@@ -41,6 +41,7 @@ from kraftlog.state.features import METADATA_VERSION, ZK_MIGRATION_STATES, metad
 from kraftlog.state.image import ABORT, END, ClusterImage
 from kraftlog.state.quotas import entity_key, entity_of
 from kraftlog.state.rebuild import as_log, earliest_base, log_entries, starting_point
+from kraftlog.state.replay import rare_full_collections
 
 #: Most time buckets a report keeps; the page draws one column per bucket.
 MAX_BUCKETS = 240
@@ -76,11 +77,12 @@ def collect(source: NodeDir | Log, *, limits: Limits = Limits(), max_buckets: in
     model = Timeline(where, log.cluster_id, log.node.node_id if single else None,
                      described if single else f"{described}, {log.name}")
     walker = _Walker(model, image, max_buckets, redact)
-    for entry in log_entries(log, start, limits, problems, apply_invalid, runs=FAST_NOOPS):
-        if type(entry) is NoOps:
-            walker.add_no_ops(entry)
-        else:
-            walker.add(entry)
+    with rare_full_collections():  # a replay, as ``replay``'s
+        for entry in log_entries(log, start, limits, problems, apply_invalid, runs=FAST_NOOPS):
+            if type(entry) is NoOps:
+                walker.add_no_ops(entry)
+            else:
+                walker.add(entry)
     walker.finish()
     for message in problems.messages + [f"offset {p.offset} {p.type}: {p.message}" for p in image.problems]:
         model.problems.append(message)
