@@ -1,23 +1,35 @@
 """The report's model of a ``kraftlog generate`` cluster against the simulation's own ground truth:
 Raft epochs, topic lifetimes, every leader change and ISR shrink, and each broker's states."""
 
+import importlib
 import itertools
 import json
+import re
 
 import pytest
 
 from kraftlog.cli.main import main
 from kraftlog.files.logdir import find_nodes
-from kraftlog.report import collect
+from kraftlog.report import collect, render
+
+collect_module = importlib.import_module("kraftlog.report.collect")
 
 
 @pytest.fixture(scope="module")
-def generated(tmp_path_factory):
+def generated_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("generated") / "node"
     assert main(["generate", str(out), "--duration", "6h", "--brokers", "5", "--topics", "12", "--seed", "7",
                  "--events-per-hour", "60"]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def generated(generated_dir):
+    out = generated_dir
     truth = json.loads((out / "ground-truth.json").read_text())
-    return collect(find_nodes(out)[0]), truth
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(collect_module, "REMOVED_KEPT", None)  # every partition, to check each against the truth
+        return collect(find_nodes(out)[0]), truth
 
 
 def committed_at(truth: dict) -> dict[int, int]:
@@ -82,3 +94,17 @@ def test_broker_lanes_follow_the_truth(generated):
     lanes = {bid: collapsed([(e.kind, e.offset) for e in lane.events]) for bid, lane in m.brokers.items()}
     assert lanes == expected
     assert any(r["fenced"] and r["inControlledShutdown"] for r in truth["brokers"])  # the case is there
+
+
+def test_removed_partitions_beyond_those_drawn_are_dropped_and_the_page_is_the_same(generated, generated_dir):
+    """The model keeps the removed partitions the page can draw (a removed one's churn is final), so it
+    does not grow with the topics deleted over the log; the page is byte for byte the one drawn from all."""
+    everything, _ = generated
+    m = collect(find_nodes(generated_dir)[0])
+    assert m.partitions_dropped > 0 and len(m.partitions) + m.partitions_dropped == len(everything.partitions)
+    assert sum(t.removed_time is not None for t in m.partitions.values()) <= 2 * collect_module.REMOVED_KEPT
+
+    def page(model) -> str:
+        return re.sub(r" on \d{4}-\d\d-\d\d \d\d:\d\d UTC;", "", render(model))
+
+    assert page(m) == page(everything)

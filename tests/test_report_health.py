@@ -198,3 +198,26 @@ def test_the_page_shows_health_over_time_and_at_the_end(scenario):
     marks = re.findall(r'class="hit health"[^>]*data-health="([^"]+)" data-most="(\d+)"', page)
     assert max(int(n) for state, n in marks if state == "under-replicated") == 3
     assert {state for state, _ in marks} == set(HEALTH)  # every state was entered once
+
+
+def test_min_isr_follows_the_epoch_between_partition_records(tmp_path):
+    """The active controller's node config sets min ISR only while its epoch lasts: a partition
+    record of the next epoch (no LeaderChange yet, so no known leader) is judged by the cluster
+    default, though nothing but partition records came between (min ISR is kept per topic)."""
+    w = LogWriter()
+    w.leader_change(T0, 1, [1, 2, 3])
+    w.records(T0, ("FEATURE_LEVEL_RECORD", 0, {"name": "metadata.version", "featureLevel": 25}))
+    w.records(T0 + 100, broker(1, 10), broker(2, 11), broker(3, 12))
+    w.records(T0 + 200, *(registration_change(b, 9 + b, fenced=-1) for b in (1, 2, 3)))
+    w.records(T0 + 300, ("TOPIC_RECORD", 0, {"name": "u", "topicId": uuid("u")}), partition("u", 0, [1, 2, 3]),
+              config(4, "1", "min.insync.replicas", "3"))
+    w.records(T0 + 400, elr_change("u", 0, isr=[1, 2]), name="shrinks")
+    w.records(T0 + 500, elr_change("u", 0, isr=[1, 2, 3]), name="expands")
+    w.records(T0 + 600, elr_change("u", 0, isr=[1, 2]), name="shrinks again")
+    w.epoch += 1
+    w.records(T0 + 700, elr_change("u", 0, leader=2), name="next epoch")
+    write_cluster(tmp_path, w)
+    m = collect(find_nodes(tmp_path)[0])
+    assert [(o, c) for o, _, c in m.health_changes] == [
+        (w.known["shrinks"][0], (0, 0, 1, 1, 0)), (w.known["expands"][0], (0, 0, 0, 0, 0)),
+        (w.known["shrinks again"][0], (0, 0, 1, 1, 0)), (w.known["next epoch"][0], (0, 0, 0, 1, 0))]

@@ -7,6 +7,7 @@ metadata transaction change nothing, and those of a committed one count when it 
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -30,6 +31,7 @@ from kraftlog.report.model import (
     Timeline,
     next_width,
 )
+from kraftlog.report.partitions import TOP_PARTITIONS
 from kraftlog.schema.entity import ACL_RESOURCE_TYPES
 from kraftlog.schema.redact import REDACTED, is_secret_config
 from kraftlog.state.acls import OPERATIONS, PERMISSION_TYPES
@@ -39,6 +41,7 @@ from kraftlog.state.features import METADATA_VERSION, ZK_MIGRATION_STATES, metad
 from kraftlog.state.image import ABORT, END, ClusterImage
 from kraftlog.state.quotas import entity_key, entity_of
 from kraftlog.state.rebuild import as_log, earliest_base, log_entries, starting_point
+from kraftlog.state.replay import rare_full_collections
 
 #: Most time buckets a report keeps; the page draws one column per bucket.
 MAX_BUCKETS = 240
@@ -51,6 +54,12 @@ MIN_ISR = "min.insync.replicas"
 KAFKA_MIN_ISR = 1
 #: Whether NoOps outside a transaction take the short way (tests compare both ways).
 FAST_NOOPS = True
+#: Removed partitions kept at most (those of most churn; None: all): the page draws TOP_PARTITIONS,
+#: and a removed partition's churn is final, so the rest can go as topics come and go.
+REMOVED_KEPT: int | None = TOP_PARTITIONS
+#: Records that change partitions only: no config, broker or epoch a partition's health reads.
+_PARTITION_KINDS = frozenset({"PARTITION_RECORD", "PARTITION_CHANGE_RECORD"})
+_NO_FLAGS = (False,) * len(HEALTH)  # a partition that is not there
 
 
 def collect(source: NodeDir | Log, *, limits: Limits = Limits(), max_buckets: int = MAX_BUCKETS,
@@ -68,11 +77,12 @@ def collect(source: NodeDir | Log, *, limits: Limits = Limits(), max_buckets: in
     model = Timeline(where, log.cluster_id, log.node.node_id if single else None,
                      described if single else f"{described}, {log.name}")
     walker = _Walker(model, image, max_buckets, redact)
-    for entry in log_entries(log, start, limits, problems, apply_invalid, runs=FAST_NOOPS):
-        if type(entry) is NoOps:
-            walker.add_no_ops(entry)
-        else:
-            walker.add(entry)
+    with rare_full_collections():  # a replay, as ``replay``'s
+        for entry in log_entries(log, start, limits, problems, apply_invalid, runs=FAST_NOOPS):
+            if type(entry) is NoOps:
+                walker.add_no_ops(entry)
+            else:
+                walker.add(entry)
     walker.finish()
     for message in problems.messages + [f"offset {p.offset} {p.type}: {p.message}" for p in image.problems]:
         model.problems.append(message)
@@ -95,12 +105,16 @@ class _Walker:
         self.topic_names = {tid: t["name"] for tid, t in image.topics.by_id.items()}
         self.seen_names = set(image.topics.id_by_name)
         self.topic_partitions: dict[str, list[tuple[str, int]]] = {}
+        self.removed: set[tuple[str, int]] = set()  # removed partitions still in the model
         self.broker_states: dict[int, str] = {}
         self.health: dict[tuple[str, int], tuple[bool, ...]] = {}  # partition -> its HEALTH flags
-        self.health_counts = [0] * len(HEALTH)
+        self.health_counts: Health = (0,) * len(HEALTH)
         self.led: dict[int, set[tuple[str, int]]] = {}  # broker -> partitions it leads
         self.leader_of: dict[tuple[str, int], int] = {}
         self.health_moved = False  # since the last record
+        self.entry: Entry | None = None  # the record being added, and its bucket
+        self.entry_bucket: Bucket | None = None
+        self.min_isrs: dict[str, int] = {}  # topic id -> min ISR, until a record that may move it
         model.start_topics = len(self.topic_names)
         model.start_metadata_version = image.features.levels.get(METADATA_VERSION)
         for tid, topic in image.topics.by_id.items():
@@ -109,7 +123,7 @@ class _Walker:
         for bid, registration in image.brokers.registrations.items():
             model.brokers[bid] = BrokerLane(broker_state(registration), Capped(LANE_EVENTS))
         self._recheck(self._all_partitions())
-        model.start_health = self._counts()
+        model.start_health = self.shown_health = self.health_counts
         self.health_moved = False
         self.before: dict[str, Callable[[dict], Any]] = {
             "CONFIG_RECORD": self._old_config,
@@ -161,10 +175,25 @@ class _Walker:
         if model.first_offset is None:
             model.first_offset = e.offset
         model.last_offset = e.offset
-        self._count(e.timestamp, e.offset, kind)
+        self.entry, self.entry_bucket = e, self._count(e.timestamp, e.offset, kind)
         if self.epoch is None or e.epoch > self.epoch.epoch:
             self.epoch = Epoch(e.epoch, e.offset, e.timestamp)
             model.epochs.append(self.epoch)
+            self.min_isrs.clear()  # the new epoch's leader is not known yet
+        image = self.image
+        if kind in _PARTITION_KINDS and image.transaction is None and rec.error is None:
+            image.apply(rec, e.offset, e.timestamp, e.epoch)  # the general way below, in fewer steps
+            self._partition(e, rec.data, None)
+        else:
+            if kind not in _PARTITION_KINDS:
+                self.min_isrs.clear()  # any other record may move a config min ISR comes from
+            self._apply(e, kind)
+        if self.health_moved:
+            self._health_moved(e)
+
+    def _apply(self, e: Entry, kind: str) -> None:
+        """Replay the record, then take its effect on the model (held while a transaction is open)."""
+        rec = e.record
         decoded = rec.error is None
         before = self.before.get(kind)
         old = before(rec.data) if before is not None and decoded else None
@@ -181,12 +210,10 @@ class _Walker:
                 self.effects[held.record.type](held, held.record.data, held_old)
             self.pending.clear()
         elif kind == ABORT:
-            model.aborted_records += len(self.pending)
+            self.model.aborted_records += len(self.pending)
             self.pending.clear()
         elif (effect := self.effects.get(kind)) is not None:
             effect(e, rec.data, old)
-        if self.health_moved:
-            self._health_moved(e)
 
     def add_no_ops(self, run: NoOps) -> None:
         """``add`` of each NoOp of the run: outside a transaction and below a new epoch, counted per
@@ -219,15 +246,16 @@ class _Walker:
         for a, z in zip([0, *cuts], [*cuts, len(run)], strict=True):
             self._count(int(ts[a]), offsets[a], NO_OP, z - a, offsets[z - 1])
 
-    def _count(self, ts: int, offset: int, kind: str, n: int = 1, last: int | None = None) -> None:
-        """Count ``n`` records of ``kind`` from ``offset`` to ``last`` (one bucket's) at time ``ts``."""
+    def _count(self, ts: int, offset: int, kind: str, n: int = 1, last: int | None = None) -> Bucket | None:
+        """Count ``n`` records of ``kind`` from ``offset`` to ``last`` (one bucket's) at time ``ts``;
+        their bucket (None: untimed)."""
         if ts <= 0:
             self.model.untimed += n
-            return
+            return None
         buckets = self.model.buckets
-        idx = ts // self.model.width
-        bucket = buckets.get(idx)
+        bucket = buckets.get(ts // self.model.width)
         if bucket is None:
+            idx = ts // self.model.width
             if self.lo is None:
                 self.lo = self.hi = idx
             self.lo, self.hi = min(self.lo, idx), max(self.hi, idx)
@@ -241,6 +269,7 @@ class _Walker:
         bucket.records += n
         bucket.last_offset = offset if last is None else last
         bucket.types[kind] += n
+        return bucket
 
     def _widen(self) -> None:
         """Merge buckets into wider ones until the span fits the cap."""
@@ -254,8 +283,11 @@ class _Walker:
                 if track.cells:
                     track.cells = _regroup(track.cells, factor, Cell.merge)
 
-    def _bucket(self, ts: int) -> Bucket | None:
-        return self.model.buckets.get(ts // self.model.width) if ts > 0 else None
+    def _bucket(self, e: Entry) -> Bucket | None:
+        """The bucket ``e`` was counted in (the record being added, or one held by a transaction)."""
+        if e is self.entry:
+            return self.entry_bucket
+        return self.model.buckets.get(e.timestamp // self.model.width) if e.timestamp > 0 else None
 
     # -- raft ----------------------------------------------------------------------------------
 
@@ -287,46 +319,51 @@ class _Walker:
         return track
 
     def _partition(self, e: Entry, data: dict, old: Any) -> None:
-        tid, pid = data["topicId"], data["partitionId"]
+        key = tid, pid = data["topicId"], data["partitionId"]
         topic = self.image.topics.by_id.get(tid)
         part = topic["partitions"].get(pid) if topic else None
         if part is None:
             return
-        self._set_health((tid, pid), part)
-        track = self.model.partitions.get((tid, pid))
+        self._set_health(key, part)
+        track = self.model.partitions.get(key)
         if track is None or track.removed_time is not None:
             self._track(tid, pid, part, e.timestamp)
             return
         leader, isr = part["leader"], tuple(part["isr"])
         track.replicas = len(part["replicas"])
-        if leader == track.leader and isr == track.isr:
+        was, was_isr = track.leader, track.isr
+        if leader == was and isr == was_isr:
             return
-        moved = leader != track.leader
-        shrank = not set(track.isr) <= set(isr)
-        grew = not set(isr) <= set(track.isr)
-        unclean = moved and leader >= 0 and leader not in track.isr
+        moved = int(leader != was)
+        before, after = set(was_isr), set(isr)
+        shrank = int(not before <= after)
+        grew = int(not after <= before)
+        unclean = int(moved and leader >= 0 and leader not in before)
         if moved:
             note = " UNCLEAN (not in the old ISR)" if unclean else ""
             self.model.leader_events.append(Event(
                 e.offset, e.timestamp, "leader", track.name,
-                f"leader {track.leader} -> {leader}, leader epoch {part['leaderEpoch']}{note}", leader, (tid, pid)))
+                f"leader {was} -> {leader}, leader epoch {part['leaderEpoch']}{note}", leader, key))
         track.leader, track.isr = leader, isr
         track.leader_changes += moved
         track.shrinks += shrank
         track.expands += grew
         track.unclean += unclean
-        bucket = self._bucket(e.timestamp)
+        bucket = self._bucket(e)
         if bucket is None:
             return
         bucket.leader_changes += moved
         bucket.isr_shrinks += shrank
         bucket.isr_expands += grew
-        idx = e.timestamp // self.model.width
+        idx, size = e.timestamp // self.model.width, len(isr)
         cell = track.cells.get(idx)
         if cell is None:
-            cell = track.cells[idx] = Cell(e.offset, e.timestamp, e.offset, e.timestamp, len(isr), len(isr), leader)
-        cell.last_offset, cell.last_time, cell.isr, cell.leader = e.offset, e.timestamp, len(isr), leader
-        cell.min_isr = min(cell.min_isr, len(isr))
+            track.cells[idx] = Cell(e.offset, e.timestamp, e.offset, e.timestamp, size, size, leader, moved, shrank,
+                                    grew)
+            return
+        cell.last_offset, cell.last_time, cell.isr, cell.leader = e.offset, e.timestamp, size, leader
+        if size < cell.min_isr:
+            cell.min_isr = size
         cell.leader_changes += moved
         cell.shrinks += shrank
         cell.expands += grew
@@ -344,9 +381,22 @@ class _Walker:
         for key in self.topic_partitions.pop(tid, []):
             self.model.partitions[key].removed_time = e.timestamp
             self._set_health(key, None)
+            self.removed.add(key)
+        if REMOVED_KEPT is not None and len(self.removed) > 2 * REMOVED_KEPT:
+            self._drop_removed(REMOVED_KEPT)
         self.model.topic_events.append(Event(e.offset, e.timestamp, "deleted", name or tid,
                                              f"topic id {tid}; its partitions and configs go with it",
                                              len(self.image.topics.by_id)))
+
+    def _drop_removed(self, kept: int) -> None:
+        """Keep the ``kept`` removed partitions of most churn, so the model does not grow with the
+        topics deleted over the log; the rest are counted."""
+        tracks = self.model.partitions
+        gone = sorted((k for k in self.removed if tracks[k].removed_time is not None), key=lambda k: tracks[k].rank)
+        for key in gone[kept:]:
+            del tracks[key]
+        self.model.partitions_dropped += max(len(gone) - kept, 0)
+        self.removed = set(gone[:kept])
 
     def _clear_elr(self, e: Entry, data: dict, old: Any) -> None:
         name = data.get("topicName", "")
@@ -373,27 +423,35 @@ class _Walker:
                 return int(value)
         return KAFKA_MIN_ISR
 
-    def _flags(self, tid: str, part: dict) -> tuple[bool, ...]:
-        leader, isr = part["leader"], part["isr"]
-        registration = self.image.brokers.registrations.get(leader) if leader >= 0 else None
-        return (leader < 0, leader >= 0 and (registration is None or registration["fenced"]),
-                len(isr) < self.min_isr(self.topic_names.get(tid, "")), len(isr) < len(part["replicas"]),
-                bool(part["eligibleLeaderReplicas"]))
-
     def _set_health(self, key: tuple[str, int], part: dict | None) -> None:
         """Move the partition's counts to its new flags (``None``: it is gone)."""
-        flags = None if part is None else self._flags(key[0], part)
+        if part is None:
+            flags, leader = None, -1
+        else:
+            leader, isr = part["leader"], len(part["isr"])
+            if leader >= 0:
+                registration = self.image.brokers.registrations.get(leader)
+                unavailable = registration is None or registration["fenced"]
+            else:
+                unavailable = False
+            min_isr = self.min_isrs.get(key[0])
+            if min_isr is None:
+                min_isr = self.min_isrs[key[0]] = self.min_isr(self.topic_names.get(key[0], ""))
+            flags = (leader < 0, unavailable, isr < min_isr, isr < len(part["replicas"]),
+                     bool(part["eligibleLeaderReplicas"]))
+        was = self.leader_of.get(key)
+        if was != leader:
+            if was is not None:
+                del self.leader_of[key]
+                self.led[was].discard(key)
+            if leader >= 0:
+                self.leader_of[key] = leader
+                self.led.setdefault(leader, set()).add(key)
         old = self.health.get(key)
-        was = self.leader_of.pop(key, None)
-        if was is not None:
-            self.led[was].discard(key)
-        if part is not None and part["leader"] >= 0:
-            self.leader_of[key] = part["leader"]
-            self.led.setdefault(part["leader"], set()).add(key)
         if flags == old:
             return
-        for i in range(len(HEALTH)):
-            self.health_counts[i] += (flags[i] if flags else 0) - (old[i] if old else 0)
+        self.health_counts = tuple(map(operator.add, self.health_counts,
+                                       map(operator.sub, flags or _NO_FLAGS, old or _NO_FLAGS)))
         if flags is None:
             del self.health[key]
         else:
@@ -406,20 +464,17 @@ class _Walker:
             part = topic["partitions"].get(pid) if topic else None
             self._set_health((tid, pid), part)
 
-    def _counts(self) -> Health:
-        return tuple(self.health_counts)
-
     def _health_moved(self, e: Entry) -> None:
         self.health_moved = False
-        counts = self._counts()
-        changes = self.model.health_changes
-        if counts == (changes.tail[-1][2] if changes.tail else changes.head[-1][2] if changes.head
-                      else self.model.start_health):
+        counts = self.health_counts
+        if counts == self.shown_health:
             return  # partitions moved, not the counts
-        changes.append((e.offset, e.timestamp, counts))
-        bucket = self._bucket(e.timestamp)
+        self.shown_health = counts
+        self.model.health_changes.append((e.offset, e.timestamp, counts))
+        bucket = self.entry_bucket  # ``e`` is the record being added
         if bucket is not None:
-            bucket.health_peak = counts if bucket.health_peak is None else tuple(map(max, bucket.health_peak, counts))
+            peak = bucket.health_peak
+            bucket.health_peak = counts if peak is None else tuple(map(max, peak, counts))
             bucket.health_end = counts
 
     def finish(self) -> None:

@@ -156,6 +156,11 @@ class PartitionTrack:
     def churn(self) -> int:
         return self.leader_changes + self.shrinks + self.expands
 
+    @property
+    def rank(self) -> tuple:
+        """Where the page lists it: most churn first, ties by name (a total order: the key is in it)."""
+        return -self.churn, self.topic, self.partition, self.topic_id
+
 
 class PartitionHealth(NamedTuple):
     """A partition in a health state at the end of the log, with what put it there."""
@@ -206,6 +211,7 @@ class Timeline:
     controller_events: Capped[Event] = field(default_factory=lambda: Capped(400))
     brokers: dict[int, BrokerLane] = field(default_factory=dict)
     partitions: dict[tuple[str, int], PartitionTrack] = field(default_factory=dict)
+    partitions_dropped: int = 0  # removed partitions left out of ``partitions``: too little churn to be drawn
     leader_events: Capped[Event] = field(default_factory=lambda: Capped(2000))
     topic_events: Capped[Event] = field(default_factory=lambda: Capped(1000))
     start_topics: int = 0

@@ -27,7 +27,7 @@ def short(name: str, most: int = 20) -> str:
 
 def top_partitions(m: Timeline, n: int = TOP_PARTITIONS) -> list[PartitionTrack]:
     """Most churn first; ties (and quiet clusters) by name, so small clusters show every partition."""
-    return sorted(m.partitions.values(), key=lambda t: (-t.churn, t.topic, t.partition, t.topic_id))[:n]
+    return sorted(m.partitions.values(), key=lambda t: t.rank)[:n]
 
 
 def _isr_line(t: PartitionTrack, ax: TimeAxis, y: float, h: float) -> str:
@@ -85,8 +85,9 @@ def heatmap(m: Timeline, ax: TimeAxis) -> str:
             parts.append(el("rect", {"x": ax.x(ev.time) - 1.25, "y": y, "width": 2.5, "height": row_h,
                                      **hover(f"{ev.subject}: {ev.detail}\noffset {ev.offset}, {utc(ev.time)}",
                                              ev.offset, ev.time, css="leader-change", data_partition=ev.subject)}))
-    notes = [f"{len(m.partitions)} partitions in all; "
-             + ("all shown." if len(rows) == len(m.partitions) else f"the {len(rows)} with most churn shown.")]
+    total = len(m.partitions) + m.partitions_dropped
+    notes = [f"{total} partitions in all; "
+             + ("all shown." if len(rows) == total else f"the {len(rows)} with most churn shown.")]
     if m.leader_events.omitted:
         notes.append(f"Leader-change ticks: the first and last {len(m.leader_events)} of "
                      f"{m.leader_events.total} are drawn; the cells count them all.")
