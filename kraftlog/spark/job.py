@@ -37,6 +37,12 @@ from kraftlog.wire.crc import IMPLEMENTATION as CRC_IMPLEMENTATION
 
 #: Log records per bucket of timeline events, at most (a quarter of a log's records are events, or fewer).
 EVENTS_PER_BUCKET = 4_000_000
+#: Log records per bucket at least, however few events a fold takes (``timelines.events_per_fold``):
+#: below that, a task per bucket costs more than folding a bucket in parts.
+MIN_RECORDS_PER_BUCKET = 1 << 18
+#: Log records per event a bucket is sized for: a third of the records are events (the bench fleet's
+#: logs hold 26 %), so that a bucket's events fit one fold, not read again for each part of it.
+RECORDS_PER_EVENT = 3
 #: What a run does to the tables of the output it writes: replace them, or add its rows to them.
 MODES = ("replace", "append")
 TABLES = ("files", "batches", "problems", "divergence", "records", *(e.table for e in entities.ENTITIES),
@@ -99,12 +105,14 @@ def _snapshots(inv: Inventory, summary: dict, rank: dict[int, int], apart: set[i
     return out
 
 
-def _buckets(summary: dict) -> int:
-    """Buckets of timeline events, from the size of the logs (a bucket is held in one task's memory,
-    a few hundred bytes an event): one per ``EVENTS_PER_BUCKET`` log records, at least
-    ``passes.MIN_TASKS``. Not from the cores a cluster has: the same input is bucketed the same way
-    everywhere."""
-    return max(passes.MIN_TASKS, -(-sum(s.records for s in summary.values()) // EVENTS_PER_BUCKET))
+def _buckets(summary: dict, per_fold: int) -> int:
+    """Buckets of timeline events, from the size of the logs and the events a fold takes at once
+    (``per_fold``): one per ``RECORDS_PER_EVENT * per_fold`` log records (between
+    ``MIN_RECORDS_PER_BUCKET`` and ``EVENTS_PER_BUCKET``), at least ``passes.MIN_TASKS``, so that a
+    bucket is folded whole, its staged events read once. Not from the cores a cluster has: the same
+    input is bucketed the same way everywhere."""
+    per_bucket = min(EVENTS_PER_BUCKET, max(MIN_RECORDS_PER_BUCKET, RECORDS_PER_EVENT * per_fold))
+    return max(passes.MIN_TASKS, -(-sum(s.records for s in summary.values()) // per_bucket))
 
 
 def _check_decoded(out: Output, want: dict[int, list]) -> None:
@@ -248,7 +256,7 @@ def _run(spark: SparkSession, opts: Options, claim: guard.Claim) -> dict:
                 out.empty("divergence", copies.DIVERGENCE)
                 cut = {}
             want, snaps, plans = choose(inv, summary, rank, cut)
-            buckets = _buckets(summary)
+            buckets = _buckets(summary, events_per_fold(opts.worker_memory))
         with stages("decode"):  # the segments of other copies, where they supply offsets
             late = passes.by_kind(passes.decode(spark, inv, {i: w for i, w in want.items() if i not in eager},
                                                 out.root, opts.limits, opts.redact))
