@@ -29,6 +29,7 @@ from kraftlog.spark.discover import Inventory, discover, local_path
 from kraftlog.spark.events import EVENTS_TABLE
 from kraftlog.spark.output import Output, open_output
 from kraftlog.spark.plan import Plan, Snapshot, plan
+from kraftlog.spark.session import workers_started
 from kraftlog.spark.sink import NotVisible
 from kraftlog.spark.timelines import WORKER_MEMORY, events_per_fold, history_schema
 from kraftlog.spark.transactions import Marker, transactions
@@ -240,6 +241,7 @@ def _run(spark: SparkSession, opts: Options, claim: guard.Claim) -> dict:
         with stages("discover"):
             inv = discover(opts.inputs)
         with stages("read"):
+            workers_started()
             first = copies.likely_first(inv)
             eager = {f.file_id for f in inv.readable if f.copy_id in first}
             notes = passes.by_kind(passes.read(spark, inv, out.root, run_id, opts.limits, eager, opts.redact))

@@ -160,8 +160,23 @@ def session(master: str | None = None, app_name: str = "kraftlog", extra: dict[s
     spark = builder.getOrCreate()
     # the passes' Python workers (those of mapInArrow: the SQL runner does not share the RDD's) start
     # with the passes' modules imported, and the first query is planned, while the driver discovers
-    threading.Thread(target=_start_workers, args=(spark, context.defaultParallelism), daemon=True).start()
+    global _warming
+    _warming = threading.Thread(target=_start_workers, args=(spark, context.defaultParallelism), daemon=True)
+    _warming.start()
     return spark
+
+
+#: The thread starting an embedded session's Python workers, until the first pass waits for it.
+_warming: threading.Thread | None = None
+
+
+def workers_started(timeout: float = 120.0) -> None:
+    """Wait for the Python workers ``session`` started: a pass submitted first would run its tasks
+    ahead of the warm-up's (jobs run in the order they come), which then starts workers for nothing."""
+    global _warming
+    if _warming is not None:
+        _warming.join(timeout)
+        _warming = None
 
 
 def _ship_package(spark: SparkSession) -> None:
