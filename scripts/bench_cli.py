@@ -50,13 +50,21 @@ def commands(logdir: Path, segments: list[str], topic: str, last: int, out: Path
     }
 
 
-def per_change(tree: str, logdir: Path, topic: str, repeat: int, out: Path) -> tuple[float, int]:
-    """(ms of CPU per change ``history --topic`` shows, changes)."""
+def per_change(trees: dict[str, str], logdir: Path, topic: str, repeat: int, out: Path) -> tuple[dict[str, float], int]:
+    """(side -> ms of CPU per change ``history --topic`` shows, changes). Each side runs the shown and an
+    absent topic in ``repeat`` pairs, one right after the other, the sides alternating, best CPU of each
+    run: load that drifts over the run then weighs on both runs of a pair alike, not on one block of runs
+    (which has given negative costs)."""
     argv = ["-m", "kraftlog.cli.main", "history", str(logdir), "--format", "jsonl", "--topic"]
-    shown = min(run(tree, [*argv, topic], out)[0] for _ in range(repeat))
-    none = min(run(tree, [*argv, "kraftlog-bench-absent"], out)[0] for _ in range(repeat))
-    changes = run(tree, [*argv, topic], out)[5]
-    return (shown - none) * 1000 / max(changes, 1), changes
+    shown = dict.fromkeys(trees, float("inf"))
+    none = dict.fromkeys(trees, float("inf"))
+    changes = 0
+    for _ in range(repeat):
+        for side, tree in trees.items():
+            cpu, _, _, _, _, changes = run(tree, [*argv, topic], out)
+            shown[side] = min(shown[side], cpu)
+            none[side] = min(none[side], run(tree, [*argv, "kraftlog-bench-absent"], out)[0])
+    return {side: (shown[side] - none[side]) * 1000 / max(changes, 1) for side in trees}, changes
 
 
 def run(tree: str, argv: list[str], out: Path) -> tuple[float, int, str, bytes, int, int]:
@@ -134,10 +142,10 @@ def main(argv: list[str] | None = None) -> int:
                 "old_peak_rss_mb": round(rss["old"] / 1024), "new_peak_rss_mb": round(rss["new"] / 1024),
             }), flush=True)
         if wanted is None or "history per change" in wanted:
-            old_ms, changes = per_change(args.old, args.logdir, args.history_topic, args.repeat, out)
-            new_ms, _ = per_change(args.new, args.logdir, args.history_topic, args.repeat, out)
-            print(json.dumps({"command": "history per change", "changes": changes, "old_ms": round(old_ms, 3),
-                              "new_ms": round(new_ms, 3)}), flush=True)
+            ms, changes = per_change({"old": args.old, "new": args.new}, args.logdir, args.history_topic,
+                                     args.repeat, out)
+            print(json.dumps({"command": "history per change", "logdir": str(args.logdir), "changes": changes,
+                              "old_ms": round(ms["old"], 4), "new_ms": round(ms["new"], 4)}), flush=True)
     return status
 
 
