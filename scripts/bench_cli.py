@@ -13,7 +13,8 @@ Usage: scripts/bench_cli.py LOGDIR --old TREE [--new TREE] [--repeat N] [--only 
 Prints one JSON line per command: records, old/new CPU seconds, records/CPU-s, speedup, and each
 side's ratio to the columnar decode. ``history per change`` is the CPU of ``history --topic T``
 less that of a history of a topic the log does not hold (the same walk and replay, nothing shown),
-per change shown: run it on generated clusters of one length and different sizes.
+per change shown, taken in pairs run back to back (the median pair, and every pair): run it on
+generated clusters of one length and different sizes.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import hashlib
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -50,13 +52,21 @@ def commands(logdir: Path, segments: list[str], topic: str, last: int, out: Path
     }
 
 
-def per_change(tree: str, logdir: Path, topic: str, repeat: int, out: Path) -> tuple[float, int]:
-    """(ms of CPU per change ``history --topic`` shows, changes)."""
+def per_change(trees: dict[str, str], logdir: Path, topic: str, repeat: int,
+               out: Path) -> tuple[dict[str, list[float]], int]:
+    """(side -> ms of CPU per change ``history --topic`` shows, one figure per pair; changes). Each side
+    runs the shown and an absent topic in ``repeat`` pairs, one right after the other, the sides
+    alternating: load that drifts over the run then weighs on both runs of a pair alike, not on one
+    block of runs (which has given negative costs)."""
     argv = ["-m", "kraftlog.cli.main", "history", str(logdir), "--format", "jsonl", "--topic"]
-    shown = min(run(tree, [*argv, topic], out)[0] for _ in range(repeat))
-    none = min(run(tree, [*argv, "kraftlog-bench-absent"], out)[0] for _ in range(repeat))
-    changes = run(tree, [*argv, topic], out)[5]
-    return (shown - none) * 1000 / max(changes, 1), changes
+    pairs: dict[str, list[float]] = {side: [] for side in trees}
+    changes = 0
+    for _ in range(repeat):
+        for side, tree in trees.items():
+            shown, _, _, _, _, changes = run(tree, [*argv, topic], out)
+            none = run(tree, [*argv, "kraftlog-bench-absent"], out)[0]
+            pairs[side].append((shown - none) * 1000 / max(changes, 1))
+    return pairs, changes
 
 
 def run(tree: str, argv: list[str], out: Path) -> tuple[float, int, str, bytes, int, int]:
@@ -134,10 +144,13 @@ def main(argv: list[str] | None = None) -> int:
                 "old_peak_rss_mb": round(rss["old"] / 1024), "new_peak_rss_mb": round(rss["new"] / 1024),
             }), flush=True)
         if wanted is None or "history per change" in wanted:
-            old_ms, changes = per_change(args.old, args.logdir, args.history_topic, args.repeat, out)
-            new_ms, _ = per_change(args.new, args.logdir, args.history_topic, args.repeat, out)
-            print(json.dumps({"command": "history per change", "changes": changes, "old_ms": round(old_ms, 3),
-                              "new_ms": round(new_ms, 3)}), flush=True)
+            pairs, changes = per_change({"old": args.old, "new": args.new}, args.logdir, args.history_topic,
+                                        args.repeat, out)
+            row = {"command": "history per change", "logdir": str(args.logdir), "changes": changes}
+            for side, ms in pairs.items():  # the median pair; the spread says how far to trust it
+                row[f"{side}_ms"] = round(statistics.median(ms), 4)
+                row[f"{side}_pairs_ms"] = [round(m, 4) for m in sorted(ms)]
+            print(json.dumps(row), flush=True)
     return status
 
 
