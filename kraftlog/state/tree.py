@@ -290,13 +290,21 @@ _DOMAINS = ("provenance", "features", "cluster", "topics", "configs", "clientQuo
 # --- printing ----------------------------------------------------------------------------------
 
 
+def _line(text: str) -> str:
+    """A node name or leaf on one line: text with a line break or other control character is printed
+    with its escapes, so a corrupt or hostile record (a topic name never legally has one:
+    ``Topic.validate`` allows ``[a-zA-Z0-9._-]``) cannot forge lines of the tree. Printable text is
+    printed as Kafka's shell prints it."""
+    return text if text.isprintable() else text.encode("unicode_escape").decode("ascii")
+
+
 def _print(node: Node, depth: int, out: list[str]) -> None:
     indent = "  " * depth
     if isinstance(node, str):
-        out.append(indent + node)
+        out.append(indent + _line(node))
         return
     for name in sorted(node):
-        out.append(f"{indent}{name}:")
+        out.append(f"{indent}{_line(name)}:")
         _print(node[name], depth + 1, out)
 
 
