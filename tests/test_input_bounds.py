@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from kraftlog.cli import render
 from kraftlog.cli.main import main
-from kraftlog.cli.render import printable
 from kraftlog.files.reader import DEFAULT_MAX_RECORDS_PER_BATCH, Limits, read_log_stream
 from kraftlog.files.walk import walk
 from kraftlog.schema import encode_metadata
 from kraftlog.schema.records import NOOP_VALUE
+from kraftlog.wire import text
 from kraftlog.wire.batch import Record, encode_batch
 from kraftlog.wire.codecs import ZSTD
+from kraftlog.wire.text import printable
 
 SEGMENT = "00000000000000000000.log"
 TOPIC = encode_metadata("TOPIC_RECORD", 0, {"name": "orders", "topicId": "3ql6QVjQQWKGtGd-HqfNxA"})
@@ -95,7 +95,7 @@ def test_printable_escapes_every_character_whatever_its_neighbours():
     they match must be one isprintable refuses, alone and inside longer text, in either mode."""
     for code in range(0x110000):
         c = chr(code)
-        if render._UNSAFE.match(c):
+        if text._UNSAFE.match(c):
             assert printable("text " + c + " ünï\n", lines=c not in "\t\n") != "text " + c + " ünï\n", hex(code)
 
 
@@ -117,6 +117,22 @@ def test_escape_sequences_from_the_log_never_reach_the_terminal(tmp_path):
     status, out, _ = _cli("dump", "--format", "jsonl", str(meta / SEGMENT))
     records = [json.loads(line) for line in out.splitlines() if '"kind":"record"' in line]
     assert records[0]["metadata"]["data"]["name"] == name
+
+
+def test_a_line_break_in_a_name_cannot_forge_a_line_of_text_output(tmp_path):
+    """A log dir and a topic named to look like more output: ``inspect`` and the tree print each on its
+    own line, escaped."""
+    name = "t\n  forged:"
+    topic = encode_metadata("TOPIC_RECORD", 0, {"name": name, "topicId": "3ql6QVjQQWKGtGd-HqfNxA"})
+    meta = tmp_path / "node\n  problem: forged" / "__cluster_metadata-0"
+    meta.mkdir(parents=True)
+    (meta / SEGMENT).write_bytes(_batch([topic]) + _batch([NOOP_VALUE], 1))
+    (meta.parent / "meta.properties").write_text("version=1\nnode.id=1\ncluster.id=abc\n")
+    for argv in (["inspect", str(meta.parent)], ["replay", "--offset", "1", "--format", "tree", str(meta.parent)]):
+        status, out, err = _cli(*argv)
+        assert status == 0, err
+        assert not [line for line in out.splitlines() if line.strip() in ("problem: forged", "forged:")], out
+        assert "\\u000A" in out
 
 
 def _process(*argv: str, **kw) -> subprocess.CompletedProcess:

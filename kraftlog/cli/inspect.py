@@ -5,7 +5,7 @@ import sys
 from collections import Counter, defaultdict
 
 from kraftlog.cli import main, progress
-from kraftlog.cli.render import iso_time
+from kraftlog.cli.render import iso_time, printable
 from kraftlog.files.copies import copy_order
 from kraftlog.files.coverage import compare_copies, coverage
 from kraftlog.files.logdir import FileScan, NodeDir, find_nodes, scan_file
@@ -103,7 +103,7 @@ def _text(report: dict) -> str:
     out = []
     for r in report["nodes"]:
         who = f"node {r['nodeId']}" if r["nodeId"] is not None else "node (no meta.properties)"
-        out.append(f"{who}, cluster {r['clusterId']}: {r['logDir']}")
+        out.append(f"{who}, cluster {r['clusterId']}: {printable(r['logDir'])}")
         if r["quorumState"]:
             q = r["quorumState"]
             out.append(f"  quorum-state: leader {q.get('leaderId')}, epoch {q.get('leaderEpoch')}, "
@@ -115,7 +115,7 @@ def _text(report: dict) -> str:
                 bad += f", {s['skippedBytes']} bytes skipped" if s["skippedBytes"] else ""
                 bad += f", UNREADABLE ({s['unreadable']})" if s["unreadable"] else ""
                 times = f", {s['firstTime']} .. {s['lastTime']}" if s["firstTime"] else ""
-                out.append(f"  {kind[:-1]} {s['file']}: {span}, {s['batches']} batches, {s['records']} records, "
+                out.append(f"  {kind[:-1]} {printable(s['file'])}: {span}, {s['batches']} batches, {s['records']} records, "
                            f"{s['bytes']} bytes{times}{bad}")
         c = r["coverage"]
         if c["logStartOffset"] is not None:
@@ -127,7 +127,7 @@ def _text(report: dict) -> str:
             counts = Counter(s["why"] for s in r["skipped"])
             out.append("  skipped: " + "; ".join(f"{n} {why}" for why, n in counts.most_common()))
         out.extend(f"  problem: {p}" for p in r["problems"])
-        out.extend(f"  unreadable: {u['file']}: {u['why']}" for u in r["unreadable"])
+        out.extend(f"  unreadable: {printable(u['file'])}: {u['why']}" for u in r["unreadable"])
     for c in report["clusters"]:
         if len(c["nodes"]) < 2:
             continue

@@ -15,6 +15,7 @@ from kraftlog.state.image import ClusterImage, Provenance
 from kraftlog.state.quotas import DEFAULT_NAME, Entity
 from kraftlog.state.scram import mechanism_name
 from kraftlog.state.topics import LEADER_RECOVERY_STATES
+from kraftlog.wire.text import printable
 
 Node = dict | str
 
@@ -290,21 +291,13 @@ _DOMAINS = ("provenance", "features", "cluster", "topics", "configs", "clientQuo
 # --- printing ----------------------------------------------------------------------------------
 
 
-def _line(text: str) -> str:
-    """A node name or leaf on one line: text with a line break or other control character is printed
-    with its escapes, so a corrupt or hostile record (a topic name never legally has one:
-    ``Topic.validate`` allows ``[a-zA-Z0-9._-]``) cannot forge lines of the tree. Printable text is
-    printed as Kafka's shell prints it."""
-    return text if text.isprintable() else text.encode("unicode_escape").decode("ascii")
-
-
 def _print(node: Node, depth: int, out: list[str]) -> None:
     indent = "  " * depth
     if isinstance(node, str):
-        out.append(indent + _line(node))
+        out.append(indent + printable(node))  # one line a node: a hostile name cannot forge lines
         return
     for name in sorted(node):
-        out.append(f"{indent}{_line(name)}:")
+        out.append(f"{indent}{printable(name)}:")
         _print(node[name], depth + 1, out)
 
 
