@@ -21,7 +21,6 @@ from kraftlog.wire.varint import read_uvarint, write_uvarint
 FRAME_VERSION = 1
 #: A NoOpRecord value (frame 1, api key 20, version 0, no tagged fields): most of a quiet log.
 NOOP_VALUE = b"\x01\x14\x00\x00"
-_NOOP_KEY = 20
 
 UnknownTag = tuple[str, int, bytes]  # (path, tag, raw); path "" is the record, "endPoints[0]" an element
 
@@ -145,47 +144,39 @@ def _newer(api_key: int, version: int, reason: str) -> str:
             f"version is {message.highest_version}); read as version {message.highest_version}, {reason}")
 
 
-#: What every NoOp value decodes to: one shared record (a decoded record is never changed).
-_NOOP = MetadataRecord(_NOOP_KEY, 0, {}, (), None, NOOP_VALUE)
-#: Small values decoded before -> their record, shared (a log repeats its ISR changes and heartbeats:
-#: the columnar path decodes each distinct value once too). Bounded in entries and value size: about
-#: 6 MB more peak RSS on a dense log, where 16384 entries are hit by 59 % of its values, 4096 by 22 %.
-_SHARED: dict[bytes, MetadataRecord] = {}
-_SHARED_VALUE_BYTES, _SHARED_ENTRIES = 64, 16384
-#: A fill of the cache that was hit fewer times than this did not pay: the records it keeps alive
-#: cost the garbage collector more than the decodes it saved (a dense log's values do not repeat;
-#: 18 % of its decode time). The next ``_SHARED_REST`` small values are then decoded without it.
-_SHARED_PAYS, _SHARED_REST = _SHARED_ENTRIES // 4, 16 * _SHARED_ENTRIES
-_shared_hits = _shared_rest = 0
+#: Values decoded recently -> their records, shared: a log repeats its ISR changes, leader elections and
+#: heartbeats (a dense log's 330 k values are 64 k distinct, most seen again within 16 k values), and the
+#: columnar path decodes each distinct value once too. The one cache of decoded values: the walk's
+#: records (``files.records``) are decoded here as well. Bounded: two generations of ``_RECENT_ENTRIES``
+#: values of at most ``_RECENT_VALUE_BYTES`` each; a value found in the old one moves to the new, and
+#: the old is dropped when the new is full, so what stays is about the most recent values.
+_RECENT_ENTRIES, _RECENT_VALUE_BYTES = 1 << 14, 512
+_recent: dict[bytes, MetadataRecord] = {}
+_older: dict[bytes, MetadataRecord] = {}
 
 
 def decode_metadata(value: bytes) -> MetadataRecord:
-    """Decode one record value. Never raises on bad input: the result's ``error`` says why. A small
-    value seen before may give the same record object: callers never change a decoded record."""
-    global _shared_hits, _shared_rest
-    if value == NOOP_VALUE:
-        return _NOOP
+    """Decode one record value. Never raises on bad input: the result's ``error`` says why. A value
+    seen recently may give the same record object: callers never change a decoded record."""
+    global _recent, _older
+    try:
+        rec = _recent.get(value)
+    except (TypeError, ValueError):  # a bytearray, a writable memoryview: not hashable
+        return decode_metadata(bytes(value))
+    if rec is not None:
+        return rec
     if type(value) is not bytes:
         if value is None:
             return MetadataRecord(-1, -1, {}, (), "MetadataParseException: the record value is null")
         value = bytes(value)
-    if len(value) > _SHARED_VALUE_BYTES:
+    if len(value) > _RECENT_VALUE_BYTES:
         return _decode_metadata(value)
-    if _shared_rest:
-        _shared_rest -= 1
-        return _decode_metadata(value)
-    rec = _SHARED.get(value)
-    if rec is not None:
-        _shared_hits += 1
-        return rec
-    if len(_SHARED) >= _SHARED_ENTRIES:
-        _SHARED.clear()
-        if _shared_hits < _SHARED_PAYS:
-            _shared_rest = _SHARED_REST
-            _shared_hits = 0
-            return _decode_metadata(value)
-        _shared_hits = 0
-    rec = _SHARED[value] = _decode_metadata(value)
+    rec = _older.pop(value, None)
+    if rec is None:
+        rec = _decode_metadata(value)
+    if len(_recent) >= _RECENT_ENTRIES:
+        _older, _recent = _recent, {}
+    _recent[value] = rec
     return rec
 
 
