@@ -412,7 +412,7 @@ def _repeats(buf: bytes, i: int, pos: int, template: Batch, records: bool, skip_
     unpack, same = _by_size.get(step) or _sized(step)
     u8 = np.frombuffer(buf, np.uint8)
     rows = np.ndarray((n, step), np.uint8, u8, i, (step, 1))
-    ok = np.ones(n, bool)
+    ok = True
     if records and skip_before > 0:
         base = rows[:, 0:8].copy().view(">i8")[:, 0]
         wanted = (base >= skip_before) | (base + rows[:, 23:27].copy().view(">i4")[:, 0] >= skip_before)
@@ -425,7 +425,7 @@ def _repeats(buf: bytes, i: int, pos: int, template: Batch, records: bool, skip_
     ref = u8[i - step : i]  # the template's bytes (it ends where the run starts)
     if not records:
         same = _RUN_SAME[:5]
-    ok &= (rows[:, same] == ref[same]).all(axis=1)
+    ok = ok & (rows[:, same] == ref[same]).all(axis=1)
     k = _leading(ok)
     if k < _RUN_MIN:
         return 0, iter(())

@@ -353,17 +353,16 @@ def _decode_records(batch: Batch, buf: bytes) -> None:
     for i in range(batch.records_count):
         if pos + 7 <= end:
             n, attributes, t, o, x, y, z = head(buf, pos)
-            if not (n | attributes | t) & 0x80 and not n & 1:
-                if o < 0x80:
-                    offset_delta, v, at = (o >> 1) ^ -(o & 1), y, pos + 6
-                    plain = x == 1
-                else:  # an offset delta of two bytes: a batch of more than 63 records
-                    o = (o & 0x7F) | x << 7
-                    offset_delta, v, at = (o >> 1) ^ -(o & 1), z, pos + 7
-                    plain = x < 0x80 and y == 1
+            if o < 0x80:
+                plain = x == 1 and not (n | attributes | t | y) & 0x80 and not (n | y) & 1
+                offset_delta, value_end, at = (o >> 1) ^ -(o & 1), pos + 6 + (y >> 1), pos + 6
+            else:  # an offset delta of two bytes: a batch of more than 63 records
+                plain = y == 1 and not (n | attributes | t | x | z) & 0x80 and not (n | z) & 1
+                o = (o & 0x7F) | x << 7
+                offset_delta, value_end, at = (o >> 1) ^ -(o & 1), pos + 7 + (z >> 1), pos + 7
+            if plain:
                 body_end = pos + 1 + (n >> 1)
-                value_end = at + (v >> 1)
-                if plain and v < 0x80 and not v & 1 and value_end + 1 == body_end <= end and buf[value_end] == 0:
+                if value_end + 1 == body_end <= end and buf[value_end] == 0:
                     ts_delta = (t >> 1) ^ -(t & 1)
                     r = new(Record)
                     r.offset = base_offset + offset_delta
