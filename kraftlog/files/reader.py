@@ -262,16 +262,17 @@ _thresholds: tuple[tuple[int, int, int], tuple[int, int, int]] = ((0, 0, 0), (0,
 
 
 @contextmanager
-def _fewer_full_collections() -> Iterator[None]:
-    """The garbage collector's full collections a hundred times rarer while any file is read: the records
-    decoded from it that ``decode_metadata`` keeps (tens of thousands, in no cycle: reference counting
-    frees them) would otherwise be visited all by a full collection every few thousand new ones (a
-    fifth of a dense log's decode). The thresholds found are put back when the last reader ends, unless
-    someone set others meanwhile (readers are generators: they may end in any order, or never)."""
+def _rarer_old_collections() -> Iterator[None]:
+    """The garbage collector's older generations collected a hundred times more rarely while any file is
+    read: the records decoded from it that ``decode_metadata`` keeps (tens of thousands, in no cycle:
+    reference counting frees them) would otherwise be visited all by a full collection every few
+    thousand new ones, and each again by a middle one (a fifth of a dense log's decode). The young
+    generation is collected as before. The thresholds found are put back when the last reader ends,
+    unless someone set others meanwhile (readers are generators: they may end in any order, or never)."""
     global _readers, _thresholds
     if _readers == 0:
         young, middle, old = before = gc.get_threshold()
-        _thresholds = before, (young, middle, old * 100)
+        _thresholds = before, (young, middle * 100, old * 100)
         gc.set_threshold(*_thresholds[1])
     _readers += 1
     try:
@@ -286,7 +287,7 @@ def read_log_stream(
     f, size: int, limits: Limits = Limits(), *, records: bool = True, skip_before: int = -1, at: int = 0
 ) -> Iterator[Batch | Region]:
     """``read_log_file`` over an open binary file object of known size."""
-    with _fewer_full_collections():
+    with _rarer_old_collections():
         window = _Window(f, size)
         max_length = limits.max_batch_bytes - LOG_OVERHEAD
         max_records, max_decompressed = limits.max_records_per_batch, limits.max_decompressed
