@@ -204,7 +204,20 @@ def _decode_metadata(value: bytes) -> MetadataRecord:
                  f"{BY_API_KEY[api_key].name} v{version} (body ends at byte {pos})" if decoded_as is None else
                  _newer(api_key, version, f"{len(value) - pos} byte(s) are left after its body (ends at byte {pos})"))
         return MetadataRecord(api_key, version, {}, (), error, value)
-    return MetadataRecord(api_key, version, data, tuple(unknown) if unknown else (), None, value, decoded_as)
+    if unknown or decoded_as is not None:
+        return MetadataRecord(api_key, version, data, tuple(unknown), None, value, decoded_as)
+    rec = _new_record(MetadataRecord)  # the usual record, its slots set here: cheaper than a call into __init__
+    rec.api_key = api_key
+    rec.version = version
+    rec.data = data
+    rec.unknown_tags = ()
+    rec.error = None
+    rec.raw = value
+    rec.decoded_as = None
+    return rec
+
+
+_new_record = object.__new__
 
 
 def key_fields(rec: MetadataRecord) -> dict:
