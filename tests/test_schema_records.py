@@ -2,6 +2,7 @@
 rendered and re-encoded; and every way a value can be wrong, reported without raising."""
 
 import base64
+import gc
 import struct
 
 import pytest
@@ -466,10 +467,19 @@ def test_a_value_decoded_again_is_the_same_record_in_any_buffer(fresh_cache):
     assert decode_metadata(None).error == "MetadataParseException: the record value is null"
 
 
-def test_the_cache_keeps_about_the_most_recent_values_and_is_bounded(fresh_cache):
-    """Two generations of ``_RECENT_ENTRIES`` values: a value found in the old one moves to the new and
-    so outlives the next turn; one not seen again is dropped; a value over ``_RECENT_VALUE_BYTES`` is
-    not kept. What it gives is what decoding gives."""
+@pytest.fixture
+def rare_full_collections():
+    """Full collections rarer, as a reader or a replay makes them while it runs."""
+    before = gc.get_threshold()
+    gc.set_threshold(before[0], before[1], before[2] * 100)
+    yield
+    gc.set_threshold(*before)
+
+
+def test_the_cache_keeps_about_the_most_recent_values_and_is_bounded(fresh_cache, rare_full_collections):
+    """While full collections are rare, two generations of ``_RECENT_ENTRIES`` values: a value found in
+    the old one moves to the new and so outlives the next turn; one not seen again is dropped; a value
+    over ``_RECENT_VALUE_BYTES`` is not kept. What it gives is what decoding gives."""
     values = _fences(12)
     first = [decode_metadata(v) for v in values[:8]]  # two generations full
     assert _cached() == set(values[:8])
@@ -484,6 +494,15 @@ def test_the_cache_keeps_about_the_most_recent_values_and_is_bounded(fresh_cache
     for v in _fences(100, start=50):
         decode_metadata(v)
     assert len(records._recent) <= 4 and len(records._older) <= 4
+
+
+def test_with_full_collections_as_usual_the_cache_keeps_one_generation(fresh_cache):
+    """Each full collection would visit the records kept: with the usual thresholds a full generation
+    is dropped, not kept as the older one."""
+    values = _fences(9)
+    first = [decode_metadata(v) for v in values]
+    assert _cached() == {values[8]} and records._older == {}
+    assert decode_metadata(values[0]) is not first[0] and decode_metadata(values[0]) == first[0]
 
 
 def test_the_walk_and_the_reader_share_one_cache(fresh_cache, tmp_path):
