@@ -382,8 +382,10 @@ def _decode(buf: bytes, i: int, pos: int, limits: Limits, records: bool, header:
 #: Batches of one size in a row before the next ones are checked as a run; a run found too short
 #: doubles that, up to the maximum (batches of one size that differ must not pay a check each).
 _RUN_AFTER, _RUN_BACKOFF_MAX = 3, 512
-#: Batches a run looks at first, and at most; from how many its CRCs are taken as rows (``crc32c_rows``).
-_RUN_AHEAD, _RUN_MOST, _RUN_ROWS_CRC = 128, 1024, 128
+#: Batches a run looks at first (a quiet log's runs of NoOps between changes are a few hundred long: fewer
+#: looks, each comparing rows in one numpy call), and at most; from how many its CRCs are taken as rows
+#: (``crc32c_rows``).
+_RUN_AHEAD, _RUN_MOST, _RUN_ROWS_CRC = 512, 1024, 128
 _RUN_MIN = 8
 #: Header bytes a batch of a run shares with its template: batchLength, magic, attributes,
 #: recordsCount (``BatchHeader``'s offsets); then the records, whole.
