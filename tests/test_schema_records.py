@@ -447,6 +447,10 @@ def fresh_cache(monkeypatch):
     monkeypatch.setattr(records, "_older", {})
     monkeypatch.setattr(records, "_RECENT_ENTRIES", 4)
     monkeypatch.setattr(records, "_RECENT_VALUE_BYTES", 64)
+    monkeypatch.setattr(records, "_PAYS", 2)
+    monkeypatch.setattr(records, "_REST", 8)
+    monkeypatch.setattr(records, "_hits", 0)
+    monkeypatch.setattr(records, "_resting", 0)
 
 
 def _fences(n: int, start: int = 0) -> list[bytes]:
@@ -500,9 +504,29 @@ def test_with_full_collections_as_usual_the_cache_keeps_one_generation(fresh_cac
     """Each full collection would visit the records kept: with the usual thresholds a full generation
     is dropped, not kept as the older one."""
     values = _fences(9)
-    first = [decode_metadata(v) for v in values]
-    assert _cached() == {values[8]} and records._older == {}
+    first = [decode_metadata(v) for v in values for _ in range(2)][::2]  # each seen twice: the fills pay
+    assert _cached() == {values[8]} and records._older == {} and records._resting == 0
     assert decode_metadata(values[0]) is not first[0] and decode_metadata(values[0]) == first[0]
+
+
+def test_values_that_do_not_repeat_are_not_kept_with_the_usual_thresholds(fresh_cache, monkeypatch):
+    """A fill hardly hit (the columnar walks of a dense log decode each distinct value of a walk once):
+    the next ``_REST`` values are decoded without being kept, then the cache fills again; while full
+    collections are rare it keeps them all the same. Decoded values are the same either way."""
+    values = _fences(5)
+    assert [decode_metadata(v) for v in values] == [records._decode_metadata(v) for v in values]
+    assert _cached() == set() and records._resting == records._REST
+    rest = _fences(records._REST, start=len(values))
+    assert [decode_metadata(v).data["id"] for v in rest] == [len(values) + i for i in range(len(rest))]
+    assert _cached() == set() and records._resting == 0
+    assert decode_metadata(values[0]) is decode_metadata(values[0]) is records._recent[values[0]]
+    monkeypatch.setattr(records, "_resting", 5)
+    before = gc.get_threshold()
+    gc.set_threshold(before[0], before[1], before[2] * 100)
+    try:
+        assert decode_metadata(values[1]) is decode_metadata(values[1]) and records._resting == 5
+    finally:
+        gc.set_threshold(*before)
 
 
 def test_the_walk_and_the_reader_share_one_cache(fresh_cache, tmp_path):

@@ -149,27 +149,33 @@ def _newer(api_key: int, version: int, reason: str) -> str:
 #: heartbeats (a dense log's 330 k values are 64 k distinct, most seen again within 16 k values), and the
 #: columnar path decodes each distinct value once too. The one cache of decoded values: the walk's
 #: records (``files.records``) are decoded here as well. Bounded: ``_RECENT_ENTRIES`` values of at most
-#: ``_RECENT_VALUE_BYTES`` each, dropped when full; while full garbage collections are rare (the oldest
-#: generation's threshold raised above ``_GC_OLD``, as ``files.reader`` and replay do while they read),
-#: a second generation: the full one is kept, a value found in it moves to the new one, and it is
-#: dropped when the new one is full (about the most recent values). Otherwise each full collection
-#: would visit them all, which costs more than decoding them again (the columnar pass, 48 segments of
-#: the 1 GiB generated log: 4.4 CPU-s with one generation, 4.8 with two).
+#: ``_RECENT_VALUE_BYTES`` each. What happens when it is full depends on what the records it keeps
+#: cost the garbage collector, whose full collections visit them all:
+#: - while full collections are rare (the oldest generation's threshold raised above ``_GC_OLD``, as
+#:   ``files.reader`` and replay do while they read), the full generation is kept as an older one, a
+#:   value found there moves to the new one, and it is dropped when the new one is full (about the most
+#:   recent 16-32 k values: a dense log's object decode 0.85 -> 0.72 CPU-s against one generation);
+#: - otherwise it is dropped, and after a fill hit fewer than ``_PAYS`` times (the columnar walks, which
+#:   decode each distinct value of a walk once, on a dense log) the next ``_REST`` values are decoded
+#:   without it: the records kept alive would cost more in collections than the decodes they save.
 _RECENT_ENTRIES, _RECENT_VALUE_BYTES = 1 << 14, 512
+_PAYS, _REST = _RECENT_ENTRIES // 4, 16 * _RECENT_ENTRIES
 _GC_OLD = gc.get_threshold()[2]
 _recent: dict[bytes, MetadataRecord] = {}
 _older: dict[bytes, MetadataRecord] = {}
+_hits = _resting = 0
 
 
 def decode_metadata(value: bytes) -> MetadataRecord:
     """Decode one record value. Never raises on bad input: the result's ``error`` says why. A value
     seen recently may give the same record object: callers never change a decoded record."""
-    global _recent, _older
+    global _recent, _older, _hits, _resting
     try:
         rec = _recent.get(value)
     except (TypeError, ValueError):  # a bytearray, a writable memoryview: not hashable
         return decode_metadata(bytes(value))
     if rec is not None:
+        _hits += 1
         return rec
     if type(value) is not bytes:
         if value is None:
@@ -179,9 +185,19 @@ def decode_metadata(value: bytes) -> MetadataRecord:
         return _decode_metadata(value)
     rec = _older.pop(value, None) if _older else None
     if rec is None:
+        if _resting and gc.get_threshold()[2] <= _GC_OLD:
+            _resting -= 1
+            return _decode_metadata(value)
         rec = _decode_metadata(value)
     if len(_recent) >= _RECENT_ENTRIES:
-        _older, _recent = (_recent if gc.get_threshold()[2] > _GC_OLD else {}), {}
+        if gc.get_threshold()[2] > _GC_OLD:
+            _older, _recent = _recent, {}
+        else:
+            _older, _recent = {}, {}
+            if _hits < _PAYS:
+                _resting, _hits = _REST, 0
+                return rec
+        _hits = 0
     _recent[value] = rec
     return rec
 
