@@ -1,5 +1,6 @@
 """The file reader: every byte in a batch or a reported region, whatever the file holds."""
 
+import gc
 import io
 import struct
 
@@ -185,3 +186,28 @@ def test_runs_read_what_the_batches_read_one_by_one(data):
     with pytest.MonkeyPatch.context() as m:
         m.setattr(reader, "_WINDOW", data.draw(st.sampled_from([1 << 20, 997, 4096])))
         assert _items(bytes(blob), **kw) == _one_by_one(bytes(blob), **kw)
+
+
+def test_older_collections_are_rarer_only_while_files_are_read_in_any_order():
+    """Readers raise the second and third thresholds while any of them is under way and put back what they found
+    when the last ends, however they end (exhausted, closed early, interleaved); thresholds someone else
+    set meanwhile are theirs to put back."""
+    before = gc.get_threshold()
+    blob = _segment(3)
+    seen = [gc.get_threshold() for _ in read_log_stream(io.BytesIO(blob), len(blob))]
+    assert seen == [(before[0], before[1] * 100, before[2] * 100)] * 3 and gc.get_threshold() == before
+    a = read_log_stream(io.BytesIO(blob), len(blob))
+    b = read_log_stream(io.BytesIO(blob), len(blob))
+    next(a), next(b)
+    a.close()
+    assert gc.get_threshold()[2] == before[2] * 100  # b is still reading
+    list(b)
+    assert gc.get_threshold() == before
+    c = read_log_stream(io.BytesIO(blob), len(blob))
+    next(c)
+    gc.set_threshold(before[0], before[1], 7)  # someone else's
+    try:
+        c.close()
+        assert gc.get_threshold() == (before[0], before[1], 7)
+    finally:
+        gc.set_threshold(*before)

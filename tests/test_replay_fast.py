@@ -1,6 +1,6 @@
 """Replay's cheaper paths (issue 18) give what the general ones give: ``ClusterImage.apply`` by api key,
 ``merge_partition`` over the fields a change holds, one decoded record per value across walks
-(``files.records._Recent``) and ``history``'s remembered matches."""
+(``decode_metadata``'s cache, tested in ``test_schema_records.py``) and ``history``'s remembered matches."""
 
 import gc
 import json
@@ -13,7 +13,6 @@ from test_state_support import uuid
 
 from conftest import CORPUS
 from kraftlog.cli.history import _Matcher
-from kraftlog.files import records
 from kraftlog.files.copies import Log
 from kraftlog.files.logdir import find_nodes
 from kraftlog.files.reader import Limits
@@ -106,20 +105,6 @@ def test_a_change_without_placement_keeps_it_and_leaves_the_old_partition_as_it_
 def test_a_change_field_the_table_does_not_name_is_refused():
     with pytest.raises(ReplayProblem, match="field fencing is not one kraftlog merges"):
         merge_partition({"partitionEpoch": 0, "replicas": [1], "directories": [uuid(7)]}, {"fencing": 1})
-
-
-def test_a_value_is_decoded_once_across_walks_within_the_bound():
-    recent = records._Recent(size=2, value_bytes=64)
-    values = [encode_metadata("PARTITION_CHANGE_RECORD", 1, {"partitionId": p, "topicId": T, "isr": [1]})
-              for p in range(5)]
-    first = recent.decode(bytes(values[0]))
-    assert recent.decode(bytes(values[0])) is first  # another bytes object of the same value
-    assert recent.decode(values[0]).data == {"partitionId": 0, "topicId": T, "isr": [1]}
-    for v in values[1:]:
-        recent.decode(v)
-    assert len(recent.new) + len(recent.old) <= 4 and values[0] not in recent.new | recent.old
-    big = encode_metadata("TOPIC_RECORD", 0, {"name": "x" * 80, "topicId": T})
-    assert recent.decode(big).data["name"] == "x" * 80 and big not in recent.new | recent.old
 
 
 def test_a_remembered_match_changes_when_the_topic_is_created():

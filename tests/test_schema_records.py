@@ -2,6 +2,7 @@
 rendered and re-encoded; and every way a value can be wrong, reported without raising."""
 
 import base64
+import gc
 import struct
 
 import pytest
@@ -442,38 +443,106 @@ def test_unregister_controller_record_is_api_key_29():
 @pytest.fixture
 def fresh_cache(monkeypatch):
     """``decode_metadata``'s cache as a new process has it, smaller (the tests fill it)."""
-    monkeypatch.setattr(records, "_SHARED", {})
-    monkeypatch.setattr(records, "_SHARED_ENTRIES", 256)
-    monkeypatch.setattr(records, "_SHARED_PAYS", 64)
-    monkeypatch.setattr(records, "_SHARED_REST", 1024)
-    monkeypatch.setattr(records, "_shared_hits", 0)
-    monkeypatch.setattr(records, "_shared_rest", 0)
+    monkeypatch.setattr(records, "_recent", {})
+    monkeypatch.setattr(records, "_older", {})
+    monkeypatch.setattr(records, "_RECENT_ENTRIES", 4)
+    monkeypatch.setattr(records, "_RECENT_VALUE_BYTES", 64)
+    monkeypatch.setattr(records, "_PAYS", 2)
+    monkeypatch.setattr(records, "_REST", 8)
+    monkeypatch.setattr(records, "_hits", 0)
+    monkeypatch.setattr(records, "_resting", 0)
 
 
 def _fences(n: int, start: int = 0) -> list[bytes]:
     return [encode_metadata("FENCE_BROKER_RECORD", 0, {"id": i, "epoch": 7}) for i in range(start, start + n)]
 
 
-def test_small_values_decoded_again_are_the_same_record_and_the_memory_is_bounded(fresh_cache):
-    values = _fences(records._SHARED_ENTRIES + 50)
-    first = [decode_metadata(v) for v in values for _ in range(2)][::2]  # each seen twice: the cache pays
-    assert len(records._SHARED) <= records._SHARED_ENTRIES and records._shared_rest == 0
-    assert decode_metadata(values[-1]) is first[-1]
-    again = [decode_metadata(v) for v in values]
-    assert again == first == [records._decode_metadata(v) for v in values]
-    assert [r.data for r in again] == [{"id": i, "epoch": 7} for i in range(len(values))]
-    big = encode_metadata("TOPIC_RECORD", 0, {"name": "t" * 80, "topicId": "3ql6QVjQQWKGtGd-HqfNxA"})
-    assert decode_metadata(big) == decode_metadata(big) and big not in records._SHARED
+def _cached() -> set[bytes]:
+    return set(records._recent) | set(records._older)
 
 
-def test_values_that_do_not_repeat_are_not_kept_by_the_cache(fresh_cache):
-    """A dense log's values are each seen once: after a fill that was hardly hit, the cache keeps no
-    records (alive, they cost the garbage collector 18 % of the decode) for ``_SHARED_REST`` values,
-    then fills again. Decoded values are the same either way."""
-    values = _fences(records._SHARED_ENTRIES + 1)
+def test_a_value_decoded_again_is_the_same_record_in_any_buffer(fresh_cache):
+    value = _fences(1)[0]
+    first = decode_metadata(value)
+    assert decode_metadata(bytes(value)) is first  # another bytes object of the same value
+    assert decode_metadata(bytearray(value)) is first and decode_metadata(memoryview(bytearray(value))) is first
+    assert first.data == {"id": 0, "epoch": 7} and first == records._decode_metadata(value)
+    assert decode_metadata(NOOP_VALUE) is decode_metadata(NOOP_VALUE)
+    assert decode_metadata(None).error == "MetadataParseException: the record value is null"
+
+
+@pytest.fixture
+def rare_full_collections():
+    """Full collections rarer, as a reader or a replay makes them while it runs."""
+    before = gc.get_threshold()
+    gc.set_threshold(before[0], before[1], before[2] * 100)
+    yield
+    gc.set_threshold(*before)
+
+
+def test_the_cache_keeps_about_the_most_recent_values_and_is_bounded(fresh_cache, rare_full_collections):
+    """While full collections are rare, two generations of ``_RECENT_ENTRIES`` values: a value found in
+    the old one moves to the new and so outlives the next turn; one not seen again is dropped; a value
+    over ``_RECENT_VALUE_BYTES`` is not kept. What it gives is what decoding gives."""
+    values = _fences(12)
+    first = [decode_metadata(v) for v in values[:8]]  # two generations full
+    assert _cached() == set(values[:8])
+    assert decode_metadata(values[0]) is first[0]  # from the old generation into the new
+    for v in values[8:]:
+        decode_metadata(v)
+    assert _cached() == {values[0], *values[8:]} and len(records._recent) <= 4
+    assert decode_metadata(values[0]) is first[0] and decode_metadata(values[1]) is not first[1]
     assert [decode_metadata(v) for v in values] == [records._decode_metadata(v) for v in values]
-    assert records._SHARED == {} and records._shared_rest == records._SHARED_REST
-    rest = _fences(records._SHARED_REST, start=len(values))
+    big = encode_metadata("TOPIC_RECORD", 0, {"name": "t" * 80, "topicId": "3ql6QVjQQWKGtGd-HqfNxA"})
+    assert decode_metadata(big) == decode_metadata(big) and big not in _cached()
+    for v in _fences(100, start=50):
+        decode_metadata(v)
+    assert len(records._recent) <= 4 and len(records._older) <= 4
+
+
+def test_with_full_collections_as_usual_the_cache_keeps_one_generation(fresh_cache):
+    """Each full collection would visit the records kept: with the usual thresholds a full generation
+    is dropped, not kept as the older one."""
+    values = _fences(9)
+    first = [decode_metadata(v) for v in values for _ in range(2)][::2]  # each seen twice: the fills pay
+    assert _cached() == {values[8]} and records._older == {} and records._resting == 0
+    assert decode_metadata(values[0]) is not first[0] and decode_metadata(values[0]) == first[0]
+
+
+def test_values_that_do_not_repeat_are_not_kept_with_the_usual_thresholds(fresh_cache, monkeypatch):
+    """A fill hardly hit (the columnar walks of a dense log decode each distinct value of a walk once):
+    the next ``_REST`` values are decoded without being kept, then the cache fills again; while full
+    collections are rare it keeps them all the same. Decoded values are the same either way."""
+    values = _fences(5)
+    assert [decode_metadata(v) for v in values] == [records._decode_metadata(v) for v in values]
+    assert _cached() == set() and records._resting == records._REST
+    rest = _fences(records._REST, start=len(values))
     assert [decode_metadata(v).data["id"] for v in rest] == [len(values) + i for i in range(len(rest))]
-    assert records._SHARED == {} and records._shared_rest == 0
-    assert decode_metadata(values[0]) is decode_metadata(values[0]) is records._SHARED[values[0]]
+    assert _cached() == set() and records._resting == 0
+    assert decode_metadata(values[0]) is decode_metadata(values[0]) is records._recent[values[0]]
+    monkeypatch.setattr(records, "_resting", 5)
+    before = gc.get_threshold()
+    gc.set_threshold(before[0], before[1], before[2] * 100)
+    try:
+        assert decode_metadata(values[1]) is decode_metadata(values[1]) and records._resting == 5
+    finally:
+        gc.set_threshold(*before)
+
+
+def test_the_walk_and_the_reader_share_one_cache(fresh_cache, tmp_path):
+    """``files.records`` decodes the walk's values through ``decode_metadata``: a value read both ways is
+    one record, held once."""
+    from kraftlog.files.paths import LogFile
+    from kraftlog.files.records import iter_entries, iter_items
+    from kraftlog.synth.writer import data_batch
+
+    values = _fences(3)
+    seg = tmp_path / "__cluster_metadata-0" / "00000000000000000000.log"
+    seg.parent.mkdir()
+    seg.write_bytes(data_batch(values, 0, 0, 0))
+    lf = LogFile(seg, "segment", 0)
+    walked = [e.record for e in iter_items(lf)]
+    read = [e.record for e in iter_entries(lf)]
+    assert [r.data["id"] for r in walked] == [0, 1, 2]
+    assert all(a is b is decode_metadata(v) for a, b, v in zip(walked, read, values, strict=True))
+    assert _cached() == set(values)

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kraftlog.wire import batch as batch_module
 from kraftlog.wire import codecs
 from kraftlog.wire.batch import (
     CONTROL_BIT,
@@ -146,6 +147,51 @@ def test_repeats_of_a_batch_are_what_decode_batch_reads(r, flag, headers):
     positions = [100 * k for k in range(len(blobs))]
     made = list(repeats_of(template, positions, [HEADER.unpack_from(b) for b in blobs]))
     assert [_slots(b) for b in made] == [_slots(decode_batch(b, p)) for b, p in zip(blobs, positions, strict=True)]
+
+
+def _field_by_field(buf: bytes, i: int, *args) -> tuple:
+    """What ``_PLAIN_HEAD`` would make of bytes that are never plain: every record read field by field."""
+    return (0x80,) * 7
+
+
+shaped = st.builds(  # records of a metadata log's shape, and near it
+    Record, offset=st.just(0), timestamp=st.just(0), key=st.none() | st.binary(max_size=2),
+    value=st.none() | st.binary(max_size=70), headers=st.just(()) | st.just(((b"h", None),)),
+    attributes=st.sampled_from([0, 0, 1, 127, -128, -1]), timestamp_delta=st.integers(-100, 100),
+    offset_delta=st.integers(0, 70) | st.integers(0, 20_000))
+
+
+@settings(max_examples=300)
+@given(st.lists(shaped, min_size=1, max_size=12), st.sampled_from([0, TIMESTAMP_TYPE_BIT]),
+       st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), max_size=3))
+def test_plain_records_read_as_field_by_field_even_when_damaged(recs, flag, damage):
+    """Records of a metadata log's shape and near it (offset deltas of one, two and three bytes, keys,
+    headers, negative attributes), whole and with bytes overwritten: the plain path of
+    ``_decode_records`` gives what reading every record field by field gives, records, slots and error
+    alike (the CRC is not checked, so the damage reaches the records)."""
+    blob = bytearray(encode_batch(recs, base_offset=7, base_timestamp=1000, max_timestamp=2000, attributes=flag))
+    for at, byte in damage:
+        blob[HEADER_SIZE + at % (len(blob) - HEADER_SIZE)] = byte
+    plain = decode_batch(bytes(blob), verify_crc=False)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(batch_module, "_PLAIN_HEAD", _field_by_field)
+        general = decode_batch(bytes(blob), verify_crc=False)
+    assert _slots(plain) == _slots(general)
+    if not damage:
+        assert plain.error is None and [(r.key, r.value, r.offset, r.timestamp_delta) for r in plain.records] == [
+            (r.key, r.value, 7 + r.offset_delta, r.timestamp_delta) for r in recs]
+
+
+def test_a_plain_record_whose_lengths_agree_but_overrun_the_batch_is_refused_as_field_by_field():
+    """The last record's length and value length both grown by one byte: they agree with each other,
+    and the record runs past the batch; the plain path must not read it (nor index past the end)."""
+    blob = bytearray(_one_batch())
+    last = len(blob) - 9  # the last record: length, attributes, deltas, key, value length, b"v2", headers
+    assert blob[last] == 2 * 8 and blob[last + 5] == 2 * 2
+    blob[last] += 2
+    blob[last + 5] += 2
+    b = decode_batch(bytes(blob), verify_crc=False)
+    assert len(b.records) == 2 and b.error == "CorruptRecordException: record 2 at byte 18 has invalid size 9"
 
 
 def _one_batch(**kw) -> bytes:

@@ -6,10 +6,12 @@ decoded. Memory is one read window plus the largest batch allowed, whatever the 
 """
 
 import errno
+import gc
 import os
 import stat
 import struct
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -254,90 +256,118 @@ def file_size(path: str | os.PathLike) -> int:
         raise FileChangedError(path, 0, None) from None
 
 
+#: Readers under way, and the garbage collector's thresholds the first of them found and set.
+_readers = 0
+_thresholds: tuple[tuple[int, int, int], tuple[int, int, int]] = ((0, 0, 0), (0, 0, 0))
+
+
+@contextmanager
+def _rarer_old_collections() -> Iterator[None]:
+    """The garbage collector's older generations collected a hundred times more rarely while any file is
+    read: the records decoded from it that ``decode_metadata`` keeps (tens of thousands, in no cycle:
+    reference counting frees them) would otherwise be visited all by a full collection every few
+    thousand new ones, and each again by a middle one (a fifth of a dense log's decode). The young
+    generation is collected as before. The thresholds found are put back when the last reader ends,
+    unless someone set others meanwhile (readers are generators: they may end in any order, or never)."""
+    global _readers, _thresholds
+    if _readers == 0:
+        young, middle, old = before = gc.get_threshold()
+        _thresholds = before, (young, middle * 100, old * 100)
+        gc.set_threshold(*_thresholds[1])
+    _readers += 1
+    try:
+        yield
+    finally:
+        _readers -= 1
+        if _readers == 0 and gc.get_threshold() == _thresholds[1]:
+            gc.set_threshold(*_thresholds[0])
+
+
 def read_log_stream(
     f, size: int, limits: Limits = Limits(), *, records: bool = True, skip_before: int = -1, at: int = 0
 ) -> Iterator[Batch | Region]:
     """``read_log_file`` over an open binary file object of known size."""
-    window = _Window(f, size)
-    max_length = limits.max_batch_bytes - LOG_OVERHEAD
-    max_records, max_decompressed = limits.max_records_per_batch, limits.max_decompressed
-    unpack_prefix, unpack_header = _PREFIX.unpack_from, HEADER.unpack_from
-    pos = at
-    last = None  # the batch just yielded, a run's template
-    streak, need = 0, _RUN_AFTER  # batches of its size in a row before it; how many before a run is tried
-    ahead = _RUN_AHEAD  # how many batches a run looks at: doubled while runs fill it
-    while pos < size:
-        # the common case first: a sane v2 header and the whole batch inside the current window,
-        # its header unpacked once and handed on
-        buf, i = window.buf, pos - window.start
-        if i >= 0 and i + HEADER_SIZE <= len(buf):
-            if streak >= need:
-                k, run = _repeats(buf, i, pos, last, records, skip_before, ahead)
-                if k:
-                    yield from run  # the template stays ``last``: the run's batches are like it
-                    pos += k * last.size
-                    need = _RUN_AFTER
-                    ahead = min(ahead * 2, _RUN_MOST) if k == ahead else _RUN_AHEAD
-                    continue
-                need, ahead = min(need * 2, _RUN_BACKOFF_MAX), _RUN_AHEAD
-                streak = 0
-            h = unpack_header(buf, i)
-            length = h[1]
+    with _rarer_old_collections():
+        window = _Window(f, size)
+        max_length = limits.max_batch_bytes - LOG_OVERHEAD
+        max_records, max_decompressed = limits.max_records_per_batch, limits.max_decompressed
+        unpack_prefix, unpack_header = _PREFIX.unpack_from, HEADER.unpack_from
+        pos = at
+        last = None  # the batch just yielded, a run's template
+        streak, need = 0, _RUN_AFTER  # batches of its size in a row before it; how many before a run is tried
+        ahead = _RUN_AHEAD  # how many batches a run looks at: doubled while runs fill it
+        while pos < size:
+            # the common case first: a sane v2 header and the whole batch inside the current window,
+            # its header unpacked once and handed on
+            buf, i = window.buf, pos - window.start
+            if i >= 0 and i + HEADER_SIZE <= len(buf):
+                if streak >= need:
+                    k, run = _repeats(buf, i, pos, last, records, skip_before, ahead)
+                    if k:
+                        yield from run  # the template stays ``last``: the run's batches are like it
+                        pos += k * last.size
+                        need = _RUN_AFTER
+                        ahead = min(ahead * 2, _RUN_MOST) if k == ahead else _RUN_AHEAD
+                        continue
+                    need, ahead = min(need * 2, _RUN_BACKOFF_MAX), _RUN_AHEAD
+                    streak = 0
+                h = unpack_header(buf, i)
+                length = h[1]
+                total = length + LOG_OVERHEAD
+                if h[3] == 2 and _MIN_BATCH_LENGTH <= length <= max_length and i + total <= len(buf):
+                    if records and h[12] <= max_records and (h[0] >= skip_before or h[0] + h[6] >= skip_before):
+                        batch = decode_batch_at(buf, i, pos, max_decompressed, True, True, h)
+                    else:
+                        wanted = records and (h[0] >= skip_before or h[0] + h[6] >= skip_before)
+                        batch = _decode(buf, i, pos, limits, wanted, h)
+                    if batch.crc_valid or pos + total == size or _follows(window, pos + total, limits):
+                        yield batch
+                        pos += total
+                        streak = streak + 1 if last is not None and last.header[1] == length else 0
+                        last = batch
+                        continue
+            last, streak = None, 0
+            if size - pos < HEADER_SIZE_UP_TO_MAGIC:
+                yield Region(pos, size - pos, "truncated", f"{size - pos} bytes are too few for a batch header")
+                return
+            buf, i = window.get(pos, HEADER_SIZE)
+            base, length, _epoch, magic = unpack_prefix(buf, i)
             total = length + LOG_OVERHEAD
-            if h[3] == 2 and _MIN_BATCH_LENGTH <= length <= max_length and i + total <= len(buf):
-                if records and h[12] <= max_records and (h[0] >= skip_before or h[0] + h[6] >= skip_before):
-                    batch = decode_batch_at(buf, i, pos, max_decompressed, True, True, h)
-                else:
-                    wanted = records and (h[0] >= skip_before or h[0] + h[6] >= skip_before)
-                    batch = _decode(buf, i, pos, limits, wanted, h)
-                if batch.crc_valid or pos + total == size or _follows(window, pos + total, limits):
-                    yield batch
-                    pos += total
-                    streak = streak + 1 if last is not None and last.header[1] == length else 0
-                    last = batch
-                    continue
-        last, streak = None, 0
-        if size - pos < HEADER_SIZE_UP_TO_MAGIC:
-            yield Region(pos, size - pos, "truncated", f"{size - pos} bytes are too few for a batch header")
-            return
-        buf, i = window.get(pos, HEADER_SIZE)
-        base, length, _epoch, magic = unpack_prefix(buf, i)
-        total = length + LOG_OVERHEAD
-        if magic in (0, 1) and length >= _LEGACY_MIN_LENGTH[magic] and total <= limits.max_batch_bytes:
-            if pos + total > size:
-                yield Region(pos, size - pos, "truncated", f"magic {magic} entry of {total} bytes is cut off")
-                return
-            yield Region(pos, total, "legacy-magic", f"magic {magic} message set entry of {total} bytes")
-            pos += total
-            continue
-        problem = None
-        if magic != 2:
-            problem = f"magic byte {magic} is not 0, 1 or 2"
-        elif not _MIN_BATCH_LENGTH <= length <= limits.max_batch_bytes - LOG_OVERHEAD:
-            problem = f"batchLength {length} is outside [{_MIN_BATCH_LENGTH}, {limits.max_batch_bytes - 12}]"
-        elif size - pos < HEADER_SIZE:
-            yield Region(pos, size - pos, "truncated", f"{size - pos} bytes are too few for a batch header")
-            return
-        elif pos + total > size:
-            nxt = _resync(window, pos + 1, limits)
-            if nxt == size:
-                yield Region(pos, size - pos, "truncated", f"batch of {total} bytes is cut off at {size - pos}")
-                return
-            problem = f"batchLength {length} runs past a later valid batch"
-        if problem is None:
-            if i + total > len(buf):
-                buf, i = window.get(pos, total)
-            wanted = records and (base >= skip_before or _last_offset(buf, i) >= skip_before)
-            batch = _decode(buf, i, pos, limits, wanted)
-            after = pos + total
-            if batch.crc_valid or after == size or _follows(window, after, limits):
-                yield batch
-                pos = after
+            if magic in (0, 1) and length >= _LEGACY_MIN_LENGTH[magic] and total <= limits.max_batch_bytes:
+                if pos + total > size:
+                    yield Region(pos, size - pos, "truncated", f"magic {magic} entry of {total} bytes is cut off")
+                    return
+                yield Region(pos, total, "legacy-magic", f"magic {magic} message set entry of {total} bytes")
+                pos += total
                 continue
-            problem = f"batch at {pos} fails its CRC and no batch header follows it"
-        nxt = _resync(window, pos + 1, limits)
-        yield Region(pos, nxt - pos, "corrupt", problem)
-        pos = nxt
+            problem = None
+            if magic != 2:
+                problem = f"magic byte {magic} is not 0, 1 or 2"
+            elif not _MIN_BATCH_LENGTH <= length <= limits.max_batch_bytes - LOG_OVERHEAD:
+                problem = f"batchLength {length} is outside [{_MIN_BATCH_LENGTH}, {limits.max_batch_bytes - 12}]"
+            elif size - pos < HEADER_SIZE:
+                yield Region(pos, size - pos, "truncated", f"{size - pos} bytes are too few for a batch header")
+                return
+            elif pos + total > size:
+                nxt = _resync(window, pos + 1, limits)
+                if nxt == size:
+                    yield Region(pos, size - pos, "truncated", f"batch of {total} bytes is cut off at {size - pos}")
+                    return
+                problem = f"batchLength {length} runs past a later valid batch"
+            if problem is None:
+                if i + total > len(buf):
+                    buf, i = window.get(pos, total)
+                wanted = records and (base >= skip_before or _last_offset(buf, i) >= skip_before)
+                batch = _decode(buf, i, pos, limits, wanted)
+                after = pos + total
+                if batch.crc_valid or after == size or _follows(window, after, limits):
+                    yield batch
+                    pos = after
+                    continue
+                problem = f"batch at {pos} fails its CRC and no batch header follows it"
+            nxt = _resync(window, pos + 1, limits)
+            yield Region(pos, nxt - pos, "corrupt", problem)
+            pos = nxt
 
 
 def _decode(buf: bytes, i: int, pos: int, limits: Limits, records: bool, header: tuple | None = None) -> Batch:
@@ -352,8 +382,10 @@ def _decode(buf: bytes, i: int, pos: int, limits: Limits, records: bool, header:
 #: Batches of one size in a row before the next ones are checked as a run; a run found too short
 #: doubles that, up to the maximum (batches of one size that differ must not pay a check each).
 _RUN_AFTER, _RUN_BACKOFF_MAX = 3, 512
-#: Batches a run looks at first, and at most; from how many its CRCs are taken as rows (``crc32c_rows``).
-_RUN_AHEAD, _RUN_MOST, _RUN_ROWS_CRC = 128, 1024, 128
+#: Batches a run looks at first (a quiet log's runs of NoOps between changes are a few hundred long: fewer
+#: looks, each comparing rows in one numpy call), and at most; from how many its CRCs are taken as rows
+#: (``crc32c_rows``).
+_RUN_AHEAD, _RUN_MOST, _RUN_ROWS_CRC = 512, 1024, 128
 _RUN_MIN = 8
 #: Header bytes a batch of a run shares with its template: batchLength, magic, attributes,
 #: recordsCount (``BatchHeader``'s offsets); then the records, whole.
@@ -383,7 +415,7 @@ def _repeats(buf: bytes, i: int, pos: int, template: Batch, records: bool, skip_
     unpack, same = _by_size.get(step) or _sized(step)
     u8 = np.frombuffer(buf, np.uint8)
     rows = np.ndarray((n, step), np.uint8, u8, i, (step, 1))
-    ok = np.ones(n, bool)
+    ok = True
     if records and skip_before > 0:
         base = rows[:, 0:8].copy().view(">i8")[:, 0]
         wanted = (base >= skip_before) | (base + rows[:, 23:27].copy().view(">i4")[:, 0] >= skip_before)
@@ -396,7 +428,7 @@ def _repeats(buf: bytes, i: int, pos: int, template: Batch, records: bool, skip_
     ref = u8[i - step : i]  # the template's bytes (it ends where the run starts)
     if not records:
         same = _RUN_SAME[:5]
-    ok &= (rows[:, same] == ref[same]).all(axis=1)
+    ok = ok & (rows[:, same] == ref[same]).all(axis=1)
     k = _leading(ok)
     if k < _RUN_MIN:
         return 0, iter(())

@@ -128,38 +128,9 @@ def _walked(lf: LogFile, limits: Limits, start: int, until: int | None):
         walks.close()  # the file, at once
 
 
-class _Recent:
-    """Record values -> their decoded records, across walks and files: a log repeats its ISR changes and
-    leader elections, and a decoded record is never changed by its callers (``decode_metadata``), so one
-    object serves each. Bounded: two generations of ``size`` values each; a value found in the old one
-    moves to the new, and the old is dropped when the new is full (about the most recent values)."""
-
-    def __init__(self, size: int = 1 << 14, value_bytes: int = 512) -> None:
-        self.size, self.value_bytes = size, value_bytes
-        self.new: dict[bytes, MetadataRecord] = {}
-        self.old: dict[bytes, MetadataRecord] = {}
-
-    def decode(self, value: bytes) -> MetadataRecord:
-        rec = self.new.get(value)
-        if rec is not None:
-            return rec
-        rec = self.old.pop(value, None)
-        if rec is None:
-            rec = decode_metadata(value)
-            if len(value) > self.value_bytes:
-                return rec
-        if len(self.new) >= self.size:
-            self.old, self.new = self.new, {}
-        self.new[value] = rec
-        return rec
-
-
-_RECENT = _Recent()
-
-
 def _items(w, stop: int, start: int) -> Iterator[Entry | NoOps]:
     """The records of a clean walk's first ``stop`` batches at or after ``start``; a metadata value is
-    decoded once (``_Recent``)."""
+    decoded once per walk, and its record shared across walks and files (``decode_metadata``'s cache)."""
     keep = (w.rec_batch < stop) & (w.rec_offset >= start)
     batch, offsets, timestamps, kv = w.rec_batch[keep], w.rec_offset[keep], w.rec_timestamp[keep], w.rec_kv[keep]
     if not len(batch):
@@ -170,7 +141,7 @@ def _items(w, stop: int, start: int) -> Iterator[Entry | NoOps]:
     decoded: dict[int, MetadataRecord] = {}  # kv index -> its record
     no_op = np.zeros(len(w.kv), bool)
     for k in np.unique(kv[~control]).tolist():
-        rec = decoded[k] = _RECENT.decode(w.kv[k][1] or b"")
+        rec = decoded[k] = decode_metadata(w.kv[k][1] or b"")
         no_op[k] = is_no_op(rec)
     run_key = np.where(no_op[kv] & ~control, kv, -1)
     same = (run_key[1:] == run_key[:-1]) & (offsets[1:] == offsets[:-1] + 1) & (run_key[1:] >= 0)

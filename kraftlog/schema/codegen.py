@@ -100,6 +100,7 @@ _HELPERS: dict[str, Any] = {
     "_w_uvarint": _write_uvarint,
     "_w_tags": _write_tags,
     "_uuid": uuid_text,
+    "_uuid_seen": _uuid_texts.get,  # the text of a uuid read before, without a call into ``uuid_text``
     "_uuid_raw": uuid_raw,
     "_Malformed": SchemaError,
     "_MAXSTR": MAX_STRING_LENGTH,
@@ -211,7 +212,7 @@ def _read_value(src: _Source, ns: dict, t: FieldType, var: str, f: Field, versio
         fn = _struct_fn(src, ns, t.code)
         src.emit(f"{var}, = {fn}(buf, pos); pos += {t.size}")
         if t is UUID:
-            src.emit(f"{var} = _uuid({var})")
+            src.emit(f"{var} = _uuid_seen({var}) or _uuid({var})")
     elif isinstance(t, Struct):
         ns[f"_d_{t.name}"] = decoder(t, version)
         src.emit(f"{var}, pos = _d_{t.name}(buf, pos, unk, {_sub_path(top, f.json, index)})")
@@ -312,7 +313,7 @@ def _build_decoder(s: Struct, version: int) -> Callable:
             src.emit(f"{', '.join(_var(f) for f in item)}, = {fn}(buf, pos); pos += {size}")
             for f in item:
                 if f.type is UUID:
-                    src.emit(f"{_var(f)} = _uuid({_var(f)})")
+                    src.emit(f"{_var(f)} = _uuid_seen({_var(f)}) or _uuid({_var(f)})")
         else:
             src.loc = Location(item.json)
             _read_value(src, ns, item.type, _var(item), item, version, top)

@@ -7,6 +7,7 @@ shown, skipped or re-emitted, with an ``error`` that says what is wrong and wher
 
 from __future__ import annotations
 
+import gc
 import struct
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -21,7 +22,6 @@ from kraftlog.wire.varint import read_uvarint, write_uvarint
 FRAME_VERSION = 1
 #: A NoOpRecord value (frame 1, api key 20, version 0, no tagged fields): most of a quiet log.
 NOOP_VALUE = b"\x01\x14\x00\x00"
-_NOOP_KEY = 20
 
 UnknownTag = tuple[str, int, bytes]  # (path, tag, raw); path "" is the record, "endPoints[0]" an element
 
@@ -145,47 +145,60 @@ def _newer(api_key: int, version: int, reason: str) -> str:
             f"version is {message.highest_version}); read as version {message.highest_version}, {reason}")
 
 
-#: What every NoOp value decodes to: one shared record (a decoded record is never changed).
-_NOOP = MetadataRecord(_NOOP_KEY, 0, {}, (), None, NOOP_VALUE)
-#: Small values decoded before -> their record, shared (a log repeats its ISR changes and heartbeats:
-#: the columnar path decodes each distinct value once too). Bounded in entries and value size: about
-#: 6 MB more peak RSS on a dense log, where 16384 entries are hit by 59 % of its values, 4096 by 22 %.
-_SHARED: dict[bytes, MetadataRecord] = {}
-_SHARED_VALUE_BYTES, _SHARED_ENTRIES = 64, 16384
-#: A fill of the cache that was hit fewer times than this did not pay: the records it keeps alive
-#: cost the garbage collector more than the decodes it saved (a dense log's values do not repeat;
-#: 18 % of its decode time). The next ``_SHARED_REST`` small values are then decoded without it.
-_SHARED_PAYS, _SHARED_REST = _SHARED_ENTRIES // 4, 16 * _SHARED_ENTRIES
-_shared_hits = _shared_rest = 0
+#: Values decoded recently -> their records, shared: a log repeats its ISR changes, leader elections and
+#: heartbeats (a dense log's 330 k values are 64 k distinct, most seen again within 16 k values), and the
+#: columnar path decodes each distinct value once too. The one cache of decoded values: the walk's
+#: records (``files.records``) are decoded here as well. Bounded: ``_RECENT_ENTRIES`` values of at most
+#: ``_RECENT_VALUE_BYTES`` each. What happens when it is full depends on what the records it keeps
+#: cost the garbage collector, whose full collections visit them all:
+#: - while full collections are rare (the oldest generation's threshold raised above ``_GC_OLD``, as
+#:   ``files.reader`` and replay do while they read), the full generation is kept as an older one, a
+#:   value found there moves to the new one, and it is dropped when the new one is full (about the most
+#:   recent 16-32 k values: a dense log's object decode 0.85 -> 0.72 CPU-s against one generation);
+#: - otherwise it is dropped, and after a fill hit fewer than ``_PAYS`` times (the columnar walks, which
+#:   decode each distinct value of a walk once, on a dense log) the next ``_REST`` values are decoded
+#:   without it: the records kept alive would cost more in collections than the decodes they save.
+_RECENT_ENTRIES, _RECENT_VALUE_BYTES = 1 << 14, 512
+_PAYS, _REST = _RECENT_ENTRIES // 4, 16 * _RECENT_ENTRIES
+_GC_OLD = gc.get_threshold()[2]
+_recent: dict[bytes, MetadataRecord] = {}
+_older: dict[bytes, MetadataRecord] = {}
+_hits = _resting = 0
 
 
 def decode_metadata(value: bytes) -> MetadataRecord:
-    """Decode one record value. Never raises on bad input: the result's ``error`` says why. A small
-    value seen before may give the same record object: callers never change a decoded record."""
-    global _shared_hits, _shared_rest
-    if value == NOOP_VALUE:
-        return _NOOP
+    """Decode one record value. Never raises on bad input: the result's ``error`` says why. A value
+    seen recently may give the same record object: callers never change a decoded record."""
+    global _recent, _older, _hits, _resting
+    try:
+        rec = _recent.get(value)
+    except (TypeError, ValueError):  # a bytearray, a writable memoryview: not hashable
+        return decode_metadata(bytes(value))
+    if rec is not None:
+        _hits += 1
+        return rec
     if type(value) is not bytes:
         if value is None:
             return MetadataRecord(-1, -1, {}, (), "MetadataParseException: the record value is null")
         value = bytes(value)
-    if len(value) > _SHARED_VALUE_BYTES:
+    if len(value) > _RECENT_VALUE_BYTES:
         return _decode_metadata(value)
-    if _shared_rest:
-        _shared_rest -= 1
-        return _decode_metadata(value)
-    rec = _SHARED.get(value)
-    if rec is not None:
-        _shared_hits += 1
-        return rec
-    if len(_SHARED) >= _SHARED_ENTRIES:
-        _SHARED.clear()
-        if _shared_hits < _SHARED_PAYS:
-            _shared_rest = _SHARED_REST
-            _shared_hits = 0
+    rec = _older.pop(value, None) if _older else None
+    if rec is None:
+        if _resting and gc.get_threshold()[2] <= _GC_OLD:
+            _resting -= 1
             return _decode_metadata(value)
-        _shared_hits = 0
-    rec = _SHARED[value] = _decode_metadata(value)
+        rec = _decode_metadata(value)
+    if len(_recent) >= _RECENT_ENTRIES:
+        if gc.get_threshold()[2] > _GC_OLD:
+            _older, _recent = _recent, {}
+        else:
+            _older, _recent = {}, {}
+            if _hits < _PAYS:
+                _resting, _hits = _REST, 0
+                return rec
+        _hits = 0
+    _recent[value] = rec
     return rec
 
 
@@ -213,7 +226,20 @@ def _decode_metadata(value: bytes) -> MetadataRecord:
                  f"{BY_API_KEY[api_key].name} v{version} (body ends at byte {pos})" if decoded_as is None else
                  _newer(api_key, version, f"{len(value) - pos} byte(s) are left after its body (ends at byte {pos})"))
         return MetadataRecord(api_key, version, {}, (), error, value)
-    return MetadataRecord(api_key, version, data, tuple(unknown) if unknown else (), None, value, decoded_as)
+    if unknown or decoded_as is not None:
+        return MetadataRecord(api_key, version, data, tuple(unknown), None, value, decoded_as)
+    rec = _new_record(MetadataRecord)  # the usual record, its slots set here: cheaper than a call into __init__
+    rec.api_key = api_key
+    rec.version = version
+    rec.data = data
+    rec.unknown_tags = ()
+    rec.error = None
+    rec.raw = value
+    rec.decoded_as = None
+    return rec
+
+
+_new_record = object.__new__
 
 
 def key_fields(rec: MetadataRecord) -> dict:
