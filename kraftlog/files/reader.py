@@ -6,16 +6,15 @@ decoded. Memory is one read window plus the largest batch allowed, whatever the 
 """
 
 import errno
-import gc
 import os
 import stat
 import struct
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 
+from kraftlog.files.heap import READING, rare_collections
 from kraftlog.files.storage import Remote, Source
 from kraftlog.wire import codecs
 from kraftlog.wire.batch import (
@@ -256,38 +255,11 @@ def file_size(path: str | os.PathLike) -> int:
         raise FileChangedError(path, 0, None) from None
 
 
-#: Readers under way, and the garbage collector's thresholds the first of them found and set.
-_readers = 0
-_thresholds: tuple[tuple[int, int, int], tuple[int, int, int]] = ((0, 0, 0), (0, 0, 0))
-
-
-@contextmanager
-def _rarer_old_collections() -> Iterator[None]:
-    """The garbage collector's older generations collected a hundred times more rarely while any file is
-    read: the records decoded from it that ``decode_metadata`` keeps (tens of thousands, in no cycle:
-    reference counting frees them) would otherwise be visited all by a full collection every few
-    thousand new ones, and each again by a middle one (a fifth of a dense log's decode). The young
-    generation is collected as before. The thresholds found are put back when the last reader ends,
-    unless someone set others meanwhile (readers are generators: they may end in any order, or never)."""
-    global _readers, _thresholds
-    if _readers == 0:
-        young, middle, old = before = gc.get_threshold()
-        _thresholds = before, (young, middle * 100, old * 100)
-        gc.set_threshold(*_thresholds[1])
-    _readers += 1
-    try:
-        yield
-    finally:
-        _readers -= 1
-        if _readers == 0 and gc.get_threshold() == _thresholds[1]:
-            gc.set_threshold(*_thresholds[0])
-
-
 def read_log_stream(
     f, size: int, limits: Limits = Limits(), *, records: bool = True, skip_before: int = -1, at: int = 0
 ) -> Iterator[Batch | Region]:
     """``read_log_file`` over an open binary file object of known size."""
-    with _rarer_old_collections():
+    with rare_collections(READING):  # the records decode_metadata keeps would be visited by every collection
         window = _Window(f, size)
         max_length = limits.max_batch_bytes - LOG_OVERHEAD
         max_records, max_decompressed = limits.max_records_per_batch, limits.max_decompressed

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+import functools
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
+from kraftlog.files.heap import REPLAYING, rare_collections
 from kraftlog.files.records import Entry, NoOps
 from kraftlog.state.image import ClusterImage, OpenTransaction, Provenance
 from kraftlog.state.problems import Problem
@@ -30,18 +30,10 @@ class ReplayResult:
         return self.image.transaction
 
 
-@contextmanager
-def rare_full_collections() -> Iterator[None]:
-    """The garbage collector's full collections a hundred times rarer while a log is replayed: the image
-    and the decoded records shared across walks (``files.records``) live long and hold no cycles (reference
-    counting frees them), yet each full collection visits them all, so its cost grows with the cluster and
-    lands on whatever allocates at the time (``history``'s rendering of one change)."""
-    young, middle, old = gc.get_threshold()
-    gc.set_threshold(young, middle, old * 100)
-    try:
-        yield
-    finally:
-        gc.set_threshold(young, middle, old)
+#: ``with rare_full_collections():`` full collections a hundred times rarer while a log is replayed: the
+#: image and the decoded records shared across walks live long, yet each full collection visits them all,
+#: so its cost grows with the cluster and lands on whatever allocates at the time (``history``'s rendering).
+rare_full_collections = functools.partial(rare_collections, REPLAYING)
 
 
 def replay(
