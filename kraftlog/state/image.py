@@ -6,7 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kraftlog.files.records import NoOps
+import numpy as np
+
+from kraftlog.files.records import Block, NoOps
 from kraftlog.schema.metadata import BY_TYPE_NAME
 from kraftlog.schema.records import MetadataRecord, key_fields
 from kraftlog.state.acls import Acls
@@ -163,6 +165,49 @@ class ClusterImage:
             return
         for e in run.entries():
             self.apply(e.record, e.offset, e.timestamp, e.epoch)
+
+    def apply_block(self, block: Block) -> None:
+        """``apply`` of each of a block's records in turn, cheaper: its NoOps only advance the image (or
+        are held with an open transaction's records, as ``apply`` holds them), and outside a transaction
+        a decoded metadata record goes to its handler by api key, ``apply``'s first branch inline.
+
+        Invariant: outside a transaction the provenance ``apply`` leaves after a record is that record's;
+        so it is set once, before a record ``apply`` takes and at the end. A record's epoch is observed
+        with the highest of those before it (the NoOps' epochs in between), as one by one would."""
+        active = np.flatnonzero(block.active)
+        offsets, timestamps, epochs = block.offsets, block.timestamps, block.epochs
+        if len(active):
+            decoded, highest = block.decoded, np.maximum.accumulate(epochs)
+            raft, by_api_key, apply = self.raft, self._by_api_key, self.apply
+            done = 0  # records before this one are applied
+            for i, k, offset, seen in zip(active.tolist(), block.kv[active].tolist(), offsets[active].tolist(),
+                                          highest[active].tolist(), strict=True):
+                rec = decoded[k]
+                if self.transaction is not None:  # its records are held, the NoOps among them too
+                    for j in range(done, i + 1):
+                        e = block.entry(j)
+                        apply(e.record, e.offset, e.timestamp, e.epoch)
+                elif type(rec) is MetadataRecord and rec.error is None and (
+                        handler := by_api_key.get(rec.api_key)) is not None:
+                    if seen > raft.leader_epoch:
+                        raft.observe_epoch(seen)
+                    try:
+                        handler(rec.data)
+                    except _REFUSALS as exc:
+                        self._refused(rec, offset, exc)
+                else:
+                    if i:
+                        self._at = (int(offsets[i - 1]), int(epochs[i - 1]), int(timestamps[i - 1]))
+                    raft.observe_epoch(seen)
+                    apply(rec, offset, int(timestamps[i]), int(epochs[i]))
+                done = i + 1
+            if self.transaction is not None:
+                for j in range(done, len(block)):
+                    e = block.entry(j)
+                    apply(e.record, e.offset, e.timestamp, e.epoch)
+                return
+        self.raft.observe_epoch(int(epochs.max()))
+        self._at = (int(offsets[-1]), int(epochs[-1]), int(timestamps[-1]))
 
     def _run(self, handler: Callable[[dict], None], rec: Any, offset: int) -> None:
         try:
