@@ -4,10 +4,13 @@ import json
 import sys
 from typing import NamedTuple
 
+import numpy as np
+
 from kraftlog.cli import main, target
 from kraftlog.cli.render import dumps, iso_time
-from kraftlog.files.records import NoOps, ReadProblems
+from kraftlog.files.records import Block, Entry, NoOps, ReadProblems
 from kraftlog.schema import MetadataRecord, entity_of
+from kraftlog.schema.metadata import BY_TYPE_NAME
 from kraftlog.schema.redact import redact
 from kraftlog.state.configs import type_of
 from kraftlog.state.image import ClusterImage
@@ -18,6 +21,7 @@ from kraftlog.state.topics import topic_held_json
 _BROKER_TYPES = {"REGISTER_BROKER_RECORD", "UNREGISTER_BROKER_RECORD", "FENCE_BROKER_RECORD",
                  "UNFENCE_BROKER_RECORD", "BROKER_REGISTRATION_CHANGE_RECORD", "CONFIG_RECORD"}
 _TXN = {"BEGIN_TRANSACTION_RECORD", "END_TRANSACTION_RECORD", "ABORT_TRANSACTION_RECORD"}
+_TXN_KEYS = {BY_TYPE_NAME[name].api_key for name in _TXN}
 _ANSWERS = 1 << 14  # records whose match is remembered (``_Matcher.__call__``)
 _HELD = 256  # changes rendered together (``_render``)
 
@@ -143,38 +147,69 @@ def _changes(args, log, start: int, limits, problems: ReadProblems, image: Clust
              out) -> tuple[int, int | None]:
     """Write each change of the entity read from ``start`` on, and the transactions aborted around them;
     (changes shown, the last offset read). Changes are rendered in groups (``_render``), apart from the
-    records read between them."""
-    redacted = not args.no_redact
-    pending: list[int] = []
-    held: list[tuple] = []  # what is to be written, in order, not yet rendered
-    shown = 0
+    records read between them. A block of records (``files.records.Block``) is applied at once up to each
+    change or transaction marker in it: the records between are no change of the entity."""
+    changes = _Changes(args, image, match, out)
     last = None
     try:  # what was read before a failure is written, as it was before changes were held
-        for e in log_entries(log, start, limits, problems, args.apply_invalid, runs=True):
+        for e in log_entries(log, start, limits, problems, args.apply_invalid, runs="blocks"):
+            if type(e) is Entry:
+                last = e.offset
+                image.apply(*e)
+                changes.after(e)
+                continue
+            last = e.last
             if type(e) is NoOps:  # no NoOp is about an entity
-                last = e.last
                 image.pass_over_all(e)
                 continue
-            rec, last, timestamp, epoch = e
-            image.apply(rec, last, timestamp, epoch)
-            if pending and rec.type in _TXN:
-                if rec.type == "ABORT_TRANSACTION_RECORD":
-                    held.append((e, None, pending, None))
-                pending = []
-                continue
-            if not isinstance(rec, MetadataRecord) or rec.error is not None or not match(rec):
-                continue
-            shown += 1
-            txn = image.transaction
-            if txn is not None:
-                pending.append(e.offset)
-            held.append((e, redact(rec) if redacted else rec, match.held(image, redacted),
-                         None if txn is None else txn.begin_offset))
-            if len(held) >= _HELD:
-                _render(held, args.format, out)
+            done = 0
+            for i in changes.marked(e):
+                image.apply_block(e.part(done, i + 1))
+                done = i + 1
+                changes.after(e.entry(i))
+            if done < len(e):
+                image.apply_block(e.part(done))
     finally:
-        _render(held, args.format, out)
-    return shown, last
+        _render(changes.held, args.format, out)
+    return changes.shown, last
+
+
+class _Changes:
+    """What ``history`` writes, decided record by record after the record is applied: a change of the
+    entity, or an abort of the transaction changes were shown in."""
+
+    def __init__(self, args, image: ClusterImage, match: _Matcher, out) -> None:
+        self.form, self.redacted, self.image, self.match, self.out = args.format, not args.no_redact, image, match, out
+        self.pending: list[int] = []  # offsets of the changes shown inside the open transaction
+        self.held: list[tuple] = []  # what is to be written, in order, not yet rendered
+        self.shown = 0
+
+    def marked(self, block: Block) -> list[int]:
+        """The records of ``block`` ``after`` must see (the others it passes over): the changes of the
+        entity, and the transaction markers."""
+        active = np.flatnonzero(block.active).tolist()
+        match = self.match
+        return [i for i, rec in zip(active, map(block.decoded.__getitem__, block.kv[active].tolist()), strict=True)
+                if type(rec) is MetadataRecord and rec.error is None and (rec.api_key in _TXN_KEYS or match(rec))]
+
+    def after(self, e: Entry) -> None:
+        """``e``, just applied to the image."""
+        rec, image = e.record, self.image
+        if self.pending and rec.type in _TXN:
+            if rec.type == "ABORT_TRANSACTION_RECORD":
+                self.held.append((e, None, self.pending, None))
+            self.pending = []
+            return
+        if not isinstance(rec, MetadataRecord) or rec.error is not None or not self.match(rec):
+            return
+        self.shown += 1
+        txn = image.transaction
+        if txn is not None:
+            self.pending.append(e.offset)
+        self.held.append((e, redact(rec) if self.redacted else rec, self.match.held(image, self.redacted),
+                          None if txn is None else txn.begin_offset))
+        if len(self.held) >= _HELD:
+            _render(self.held, self.form, self.out)
 
 
 def _render(held: list[tuple], form: str, out) -> None:

@@ -171,40 +171,40 @@ class ClusterImage:
         are held with an open transaction's records, as ``apply`` holds them), and outside a transaction
         a decoded metadata record goes to its handler by api key, ``apply``'s first branch inline.
 
-        Invariant: outside a transaction the provenance ``apply`` leaves after a record is that record's;
-        so it is set once, before a record ``apply`` takes and at the end. A record's epoch is observed
-        with the highest of those before it (the NoOps' epochs in between), as one by one would."""
+        Invariants: outside a transaction the provenance ``apply`` leaves after a record is that record's,
+        so it is set once, before a record ``apply`` takes and at the end. Only the Raft handlers (control
+        records, which ``apply`` takes) see the epochs observed, so those are observed before such a
+        record (the highest up to it, as one by one would leave them) and at the end."""
         active = np.flatnonzero(block.active)
         offsets, timestamps, epochs = block.offsets, block.timestamps, block.epochs
+        txn = self.transaction
         if len(active):
-            decoded, highest = block.decoded, np.maximum.accumulate(epochs)
-            raft, by_api_key, apply = self.raft, self._by_api_key, self.apply
+            decoded, by_api_key, apply = block.decoded, self._by_api_key, self.apply
+            highest = None
             done = 0  # records before this one are applied
-            for i, k, offset, seen in zip(active.tolist(), block.kv[active].tolist(), offsets[active].tolist(),
-                                          highest[active].tolist(), strict=True):
-                rec = decoded[k]
-                if self.transaction is not None:  # its records are held, the NoOps among them too
-                    for j in range(done, i + 1):
-                        e = block.entry(j)
-                        apply(e.record, e.offset, e.timestamp, e.epoch)
-                elif type(rec) is MetadataRecord and rec.error is None and (
+            for i, rec in zip(active.tolist(), map(decoded.__getitem__, block.kv[active].tolist()), strict=True):
+                if txn is None and type(rec) is MetadataRecord and rec.error is None and (
                         handler := by_api_key.get(rec.api_key)) is not None:
-                    if seen > raft.leader_epoch:
-                        raft.observe_epoch(seen)
                     try:
                         handler(rec.data)
                     except _REFUSALS as exc:
-                        self._refused(rec, offset, exc)
+                        self._refused(rec, int(offsets[i]), exc)
+                elif txn is not None:  # its records are held, the NoOps among them too
+                    for j in range(done, i + 1):
+                        apply(*block.entry(j))
+                    txn = self.transaction
                 else:
                     if i:
                         self._at = (int(offsets[i - 1]), int(epochs[i - 1]), int(timestamps[i - 1]))
-                    raft.observe_epoch(seen)
-                    apply(rec, offset, int(timestamps[i]), int(epochs[i]))
+                    if highest is None:
+                        highest = np.maximum.accumulate(epochs)
+                    self.raft.observe_epoch(int(highest[i]))
+                    apply(rec, int(offsets[i]), int(timestamps[i]), int(epochs[i]))
+                    txn = self.transaction
                 done = i + 1
-            if self.transaction is not None:
+            if txn is not None:
                 for j in range(done, len(block)):
-                    e = block.entry(j)
-                    apply(e.record, e.offset, e.timestamp, e.epoch)
+                    apply(*block.entry(j))
                 return
         self.raft.observe_epoch(int(epochs.max()))
         self._at = (int(offsets[-1]), int(epochs[-1]), int(timestamps[-1]))
