@@ -261,3 +261,20 @@ def test_a_block_gives_the_literal_image():
     assert image.provenance.to_json() == {"offset": 28, "epoch": 5, "timestamp": 2018}
     assert (image.raft.leader_epoch, image.raft.leader_id) == (5, -1)  # epoch 5 came after the leader change
     assert image.transaction.begin_offset == 29 and len(image.transaction.records) == 2
+
+
+def test_history_reads_a_topic_id_and_partition_where_entity_of_does():
+    from kraftlog.schema import entity_of
+    from kraftlog.schema.entity import fields_of
+
+    seen = set()
+    for node in _nodes():
+        for e in Log.of(node).entries(0, Limits(), ReadProblems()):
+            rec = e.record
+            if not hasattr(rec, "api_key") or rec.error is not None:
+                continue
+            whole, fields = entity_of(rec), fields_of(rec.api_key)
+            for key in ("topic_id", "partition_id"):
+                assert (rec.data.get(fields[key]) if key in fields else None) == whole[key], rec
+                seen.add(key) if whole[key] is not None else None
+    assert seen == {"topic_id", "partition_id"}

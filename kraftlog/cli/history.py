@@ -10,6 +10,7 @@ from kraftlog.cli import main, target
 from kraftlog.cli.render import dumps, iso_time
 from kraftlog.files.records import Block, Entry, NoOps, ReadProblems
 from kraftlog.schema import MetadataRecord, entity_of
+from kraftlog.schema.entity import fields_of
 from kraftlog.schema.metadata import BY_TYPE_NAME
 from kraftlog.schema.redact import redact
 from kraftlog.state.configs import type_of
@@ -60,19 +61,32 @@ class _Matcher:
                 name, _, key = rest.partition(":")
             self.config = (kind.upper(), name, key or None)
         self._answers: dict[int, tuple[MetadataRecord, bool]] = {}
+        self._older: dict[int, tuple[MetadataRecord, bool]] = {}
 
     def __call__(self, rec: MetadataRecord) -> bool:
         """``_match``, remembered per record object: a log repeats its records' values, and a value is
-        decoded once into one record (``files.records``). An answer holds until a topic id is added."""
+        decoded once into one record (``files.records._Recent``). Two generations of ``_ANSWERS`` records,
+        as ``_Recent`` keeps its values (an answer found in the old one moves to the new); an answer holds
+        until a topic id is added."""
         seen = self._answers.get(id(rec))
         if seen is not None and seen[0] is rec:
             return seen[1]
-        known = len(self.topic_ids)
-        answer = self._match(rec)
-        if len(self.topic_ids) != known or len(self._answers) >= _ANSWERS:
-            self._answers.clear()
+        seen = self._older.get(id(rec))
+        if seen is not None and seen[0] is rec:
+            answer = seen[1]
+        else:
+            known = len(self.topic_ids)
+            answer = self._match(rec)
+            if len(self.topic_ids) != known:
+                self._answers, self._older = {}, {}
+        if len(self._answers) >= _ANSWERS:
+            self._answers, self._older = {}, self._answers
         self._answers[id(rec)] = (rec, answer)  # the record held, so its id is not another's meanwhile
         return answer
+
+    def answered(self) -> dict[int, tuple[MetadataRecord, bool]]:
+        """The newer answers, by record id, for a caller to look up first (it calls the matcher on a miss)."""
+        return self._answers
 
     def _match(self, rec: MetadataRecord) -> bool:
         kind = rec.type
@@ -89,11 +103,11 @@ class _Matcher:
             return True
         if kind == "CLEAR_ELR_RECORD":
             return rec.data.get("topicName", "") in ("", self.topic)
-        e = entity_of(rec)
         if kind == "CONFIG_RECORD":
-            return self.partition is None and e["topic_name"] == self.topic
-        if e["topic_id"] in self.topic_ids:
-            return self.partition is None or e["partition_id"] in (None, self.partition)
+            return self.partition is None and entity_of(rec)["topic_name"] == self.topic
+        fields, data = fields_of(rec.api_key), rec.data  # entity_of's topic_id and partition_id, alone
+        if "topic_id" in fields and data.get(fields["topic_id"]) in self.topic_ids:
+            return self.partition is None or data.get(fields.get("partition_id")) in (None, self.partition)
         return False
 
     def state(self, image: ClusterImage, redacted: bool):
@@ -186,11 +200,25 @@ class _Changes:
 
     def marked(self, block: Block) -> list[int]:
         """The records of ``block`` ``after`` must see (the others it passes over): the changes of the
-        entity, and the transaction markers."""
+        entity, and the transaction markers. The matcher's newer answers are looked up here, a call less
+        for most of a log's records."""
         active = np.flatnonzero(block.active).tolist()
         match = self.match
-        return [i for i, rec in zip(active, map(block.decoded.__getitem__, block.kv[active].tolist()), strict=True)
-                if type(rec) is MetadataRecord and rec.error is None and (rec.api_key in _TXN_KEYS or match(rec))]
+        answers = match.answered()
+        out = []
+        for i, rec in zip(active, map(block.decoded.__getitem__, block.kv[active].tolist()), strict=True):
+            if type(rec) is not MetadataRecord or rec.error is not None:
+                continue
+            if rec.api_key in _TXN_KEYS:
+                out.append(i)
+                continue
+            seen = answers.get(id(rec))
+            if seen is None or seen[0] is not rec:
+                seen = (rec, match(rec))
+                answers = match.answered()
+            if seen[1]:
+                out.append(i)
+        return out
 
     def after(self, e: Entry) -> None:
         """``e``, just applied to the image."""
