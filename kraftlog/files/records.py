@@ -238,15 +238,14 @@ def _blocks(w, stop: int, start: int) -> Iterator[Block]:
     kv = w.rec_kv[keep] + n * control
     used = np.zeros(2 * n, bool)
     used[kv] = True
-    decoded: list = [None] * (2 * n)
-    at = np.flatnonzero(used).tolist()
-    pairs = [w.kv[k % n] for k in at]
-    values = [_RECENT.decode(v or b"") if k < n else _control(key, v) for k, (key, v) in zip(at, pairs, strict=True)]
-    no_op = np.zeros(2 * n, bool)
-    for k, rec in zip(at, values, strict=True):
-        decoded[k] = rec
-        if k < n and rec.api_key == _NO_OP_API_KEY and rec.error is None:  # ``is_no_op``: a MetadataRecord
-            no_op[k] = True
+    metadata, controls = np.flatnonzero(used[:n]), np.flatnonzero(used[n:])
+    records = list(map(_RECENT.decode, [w.kv[k][1] or b"" for k in metadata.tolist()]))
+    decoded = np.full(2 * n, None, object)
+    decoded[metadata] = records
+    decoded[controls + n] = [_control(*w.kv[k]) for k in controls.tolist()]
+    decoded = decoded.tolist()
+    no_op = np.zeros(2 * n, bool)  # ``is_no_op``: these are MetadataRecords
+    no_op[metadata] = [rec.api_key == _NO_OP_API_KEY and rec.error is None for rec in records]
     active = ~no_op[kv]
     timestamps = w.rec_timestamp[keep]
     epochs = w.header["partitionLeaderEpoch"][batch].astype(np.int64)
