@@ -18,7 +18,7 @@ from kraftlog.files.copies import NO_END, Log, Piece
 from kraftlog.files.logdir import find_nodes
 from kraftlog.files.paths import classify
 from kraftlog.files.reader import Limits
-from kraftlog.files.records import NoOps, ReadProblems, iter_entries, iter_items
+from kraftlog.files.records import Block, NoOps, ReadProblems, iter_entries, iter_items
 from kraftlog.report import write_report
 from kraftlog.state.replay import replay
 
@@ -26,7 +26,7 @@ from kraftlog.state.replay import replay
 def _flat(items) -> list:
     out = []
     for x in items:
-        out += list(x.entries()) if type(x) is NoOps else [x]
+        out += list(x.entries()) if type(x) in (NoOps, Block) else [x]
     return out
 
 
@@ -54,29 +54,34 @@ def files(quiet_log, tmp_path_factory) -> list[Path]:  # noqa: F811
             *(tmp / name / quiet_log.name / segs[0].name for name in damaged), _special_batches(tmp)]
 
 
-def _both(lf, **kw) -> tuple[list, ReadProblems, list, ReadProblems]:
+def _both(lf, blocks: bool = False, **kw) -> tuple[list, ReadProblems, list, ReadProblems]:
     fast, slow = ReadProblems(), ReadProblems()
-    items = list(iter_items(lf, Limits(), fast, **kw))
+    items = list(iter_items(lf, Limits(), fast, blocks=blocks, **kw))
     return items, fast, list(iter_entries(lf, Limits(), slow, **kw)), slow
 
 
+@pytest.mark.parametrize("blocks", [False, True], ids=["runs", "blocks"])
 @pytest.mark.parametrize("walks", ["default", "small"])
-def test_items_are_the_readers_entries(files, walks, request):
+def test_items_are_the_readers_entries(files, walks, blocks, request):
     if walks == "small":
         request.getfixturevalue("small_walks")
     runs = 0
+    kind = Block if blocks else NoOps
     for path in files:
         lf = classify(path)
         entries = list(iter_entries(lf, Limits(), ReadProblems()))
         middle = entries[len(entries) // 2].offset
         for kw in ({}, {"stop_at_invalid": True}, {"start": middle}, {"until": middle, "stop_at_invalid": True},
                    {"start": middle - 3, "until": middle + 7}):
-            items, fast, expected, slow = _both(lf, **kw)
+            items, fast, expected, slow = _both(lf, blocks, **kw)
             assert _flat(items) == expected, (path, kw)
             assert (fast.messages, fast.stopped_at) == (slow.messages, slow.stopped_at), (path, kw)
-            runs += sum(type(x) is NoOps for x in items)
-            assert all(len(x) and (x.offsets[1:] == x.offsets[:-1] + 1).all() for x in items if type(x) is NoOps)
-    assert runs > 100
+            runs += sum(type(x) is kind for x in items)
+            assert all(len(x) and (x.offsets[1:] == x.offsets[:-1] + 1).all() for x in items if type(x) is kind)
+            for x in items:  # a block's active records are its records that are not NoOps
+                if type(x) is Block:
+                    assert x.active.tolist() == [not records.is_no_op(e.record) for e in x.entries()]
+    assert runs > (100 if kind is NoOps else 10)
 
 
 def test_damaged_files_take_the_readers_way_from_where_the_walk_was_clean(files, small_walks):
@@ -91,8 +96,9 @@ def test_damaged_files_take_the_readers_way_from_where_the_walk_was_clean(files,
 def test_items_on_the_real_corpus(path):
     if path is None:
         pytest.skip("the shared corpus (../shared/corpus) is absent")
-    items, fast, expected, slow = _both(classify(path))
-    assert _flat(items) == expected and fast.messages == slow.messages
+    for blocks in (False, True):
+        items, fast, expected, slow = _both(classify(path), blocks)
+        assert _flat(items) == expected and fast.messages == slow.messages
 
 
 def _gapped(quiet_log) -> tuple[Log, int, int]:  # noqa: F811
@@ -104,15 +110,16 @@ def _gapped(quiet_log) -> tuple[Log, int, int]:  # noqa: F811
     return Log(node.cluster_id, [node], [Piece(node, 0, a), Piece(node, b, NO_END)], []), a, b
 
 
-def test_log_entries_in_runs_are_its_entries(quiet_log, small_walks):  # noqa: F811
+@pytest.mark.parametrize("runs", [True, "blocks"])
+def test_log_entries_in_runs_are_its_entries(quiet_log, small_walks, runs):  # noqa: F811
     log, a, b = _gapped(quiet_log)
     said = {}
     for start in (0, a - 3, a, b + 2):
         fast, slow = ReadProblems(), ReadProblems()
-        items = list(log.entries(start, Limits(), fast, runs=True))
+        items = list(log.entries(start, Limits(), fast, runs=runs))
         assert _flat(items) == list(log.entries(start, Limits(), slow))
         assert fast.messages == slow.messages
-        assert any(type(x) is NoOps for x in items)
+        assert any(type(x) is (NoOps if runs is True else Block) for x in items)
         said[start] = fast.messages
     assert said[0] == [f"offsets {a + 1}-{b - 1} are missing from the log"] and said[b + 2] == []
 
@@ -129,14 +136,15 @@ def test_a_piece_ending_inside_a_batch_of_noops_cuts_the_run(tmp_path):
     assert fast.messages == slow.messages == ["offsets 4-4 are missing from the log"]
 
 
-def test_replay_over_runs_is_replay_over_entries(quiet_log, small_walks):  # noqa: F811
+@pytest.mark.parametrize("runs", [True, "blocks"])
+def test_replay_over_runs_is_replay_over_entries(quiet_log, small_walks, runs):  # noqa: F811
     log, a, b = _gapped(quiet_log)
     entries = list(log.entries(0, Limits(), ReadProblems()))
     times = [e.timestamp for e in entries]
     points = [(None, None), (a, None), (a + 5, None), (b + 1, None), (entries[-1].offset + 10, None),
               (None, times[len(times) // 4]), (None, times[len(times) // 4] + 1), (b + 40, times[-1] - 1)]
     for until, until_time in points:
-        fast = replay(log.entries(0, Limits(), ReadProblems(), runs=True), until=until, until_time=until_time)
+        fast = replay(log.entries(0, Limits(), ReadProblems(), runs=runs), until=until, until_time=until_time)
         slow = replay(iter(list(entries)), until=until, until_time=until_time)
         assert fast.image.to_json() == slow.image.to_json(), (until, until_time)
         assert (fast.records, fast.last_read, fast.image.provenance, fast.image.problems) == \
@@ -206,12 +214,13 @@ def test_report_and_replay_of_odd_noop_runs(tmp_path, monkeypatch, small_walks):
     assert pages[True] == pages[False]
     entries = list(Log.of(node).entries(0, Limits(), ReadProblems()))
     for until in range(len(entries) + 1):
-        fast = replay(Log.of(node).entries(0, Limits(), ReadProblems(), runs=True), until=until)
         slow = replay(iter(entries), until=until)
-        assert (fast.image.to_json(), fast.image.provenance, fast.open_transaction, fast.image.raft.leader_epoch,
-                fast.records, fast.last_read) == \
-            (slow.image.to_json(), slow.image.provenance, slow.open_transaction, slow.image.raft.leader_epoch,
-             slow.records, slow.last_read), until
+        for runs in (True, "blocks"):
+            fast = replay(Log.of(node).entries(0, Limits(), ReadProblems(), runs=runs), until=until)
+            assert (fast.image.to_json(), fast.image.provenance, fast.open_transaction, fast.image.raft.leader_epoch,
+                    fast.records, fast.last_read) == \
+                (slow.image.to_json(), slow.image.provenance, slow.open_transaction, slow.image.raft.leader_epoch,
+                 slow.records, slow.last_read), (until, runs)
 
 
 def test_a_file_the_walk_cannot_open_is_the_readers_problem(tmp_path):

@@ -13,11 +13,12 @@ from test_state_support import uuid
 
 from conftest import CORPUS
 from kraftlog.cli.history import _Matcher
+from kraftlog.files import records
 from kraftlog.files.copies import Log
 from kraftlog.files.logdir import find_nodes
 from kraftlog.files.reader import Limits
 from kraftlog.files.records import Entry, ReadProblems
-from kraftlog.schema import decode_metadata, encode_metadata
+from kraftlog.schema import decode_control, decode_metadata, encode_control, encode_metadata
 from kraftlog.state.image import ClusterImage
 from kraftlog.state.problems import ReplayProblem
 from kraftlog.state.replay import replay
@@ -47,9 +48,10 @@ def _nodes() -> list:
     return [node for root in roots for node in find_nodes(root) if node.segments]
 
 
+@pytest.mark.parametrize("runs", [True, "blocks"])
 @pytest.mark.parametrize("node", _nodes(), ids=lambda n: str(n.log_dir))
-def test_apply_by_api_key_is_the_general_path_on_real_logs(node):
-    fast = replay(Log.of(node).entries(0, Limits(), ReadProblems(), runs=True))
+def test_apply_by_api_key_is_the_general_path_on_real_logs(node, runs):
+    fast = replay(Log.of(node).entries(0, Limits(), ReadProblems(), runs=runs))
     general = replay(Log.of(node).entries(0, Limits(), ReadProblems()), _General())
     assert fast.records == general.records > 0
     _same(fast.image, general.image)
@@ -171,6 +173,8 @@ def test_history_writes_the_changes_read_before_a_failure(quiet_log, monkeypatch
     def failing(*args, **kwargs):
         for e in entries(*args, **kwargs):
             if (e.offset if type(e) is Entry else e.last) > cut:
+                if type(e) is not Entry and e.offsets[0] <= cut:  # a block's (or run's) offsets are consecutive
+                    yield e.part(0, cut - int(e.offsets[0]) + 1)
                 raise OSError("the disk went away")
             yield e
 
@@ -181,3 +185,82 @@ def test_history_writes_the_changes_read_before_a_failure(quiet_log, monkeypatch
     written = capsys.readouterr()
     assert "the disk went away" in written.err
     assert written.out.splitlines() == [line for line, o in zip(whole, offsets, strict=True) if o <= cut]
+
+
+def _block(recs: list, epochs: list[int]) -> records.Block:
+    """A block of ``recs`` at offsets 10.. (times 2000..), each record its own kv, NoOps inactive."""
+    import numpy as np
+
+    n = len(recs)
+    return records.Block(list(recs), np.arange(n), np.arange(10, 10 + n), np.arange(2000, 2000 + n),
+                         np.asarray(epochs, np.int64), np.asarray([not records.is_no_op(r) for r in recs]))
+
+
+def _leader(leader_id: int):
+    key, value = encode_control("LEADER_CHANGE", {"version": 0, "leaderId": leader_id, "voters": []})
+    return decode_control(key, value)
+
+
+def _block_records() -> tuple[list, list[int]]:
+    """``_records`` with NoOps between them, inside the transaction too, an epoch that rises on a NoOp
+    before a leader change of a lower epoch (a damaged log) and on a NoOp after it, a record that fails
+    to decode, and a transaction left open at the end."""
+    noop = _rec("NO_OP_RECORD", 0)
+    recs = [noop, *_records()[:6], noop, noop, _leader(2), noop, _rec("BEGIN_TRANSACTION_RECORD", 0, name="m"),
+            noop, _rec("PARTITION_CHANGE_RECORD", 1, partitionId=0, topicId=T, isr=[1]), noop,
+            _rec("END_TRANSACTION_RECORD", 0), noop, decode_metadata(b"\x01\x63\x00"), noop,
+            _rec("BEGIN_TRANSACTION_RECORD", 0, name="open"), noop, noop]
+    epochs = [3] * 7 + [3, 4, 3, 5] + [5] * (len(recs) - 11)
+    return recs, epochs
+
+
+def test_a_block_applied_at_once_is_each_record_applied_in_turn():
+    recs, epochs = _block_records()
+    for cut in range(len(recs) + 1):  # ending anywhere: before, inside and after each transaction
+        block, one_by_one = ClusterImage.empty(), _General()
+        block.apply_block(_block(recs, epochs).part(0, cut)) if cut else None
+        for offset, (rec, epoch) in enumerate(zip(recs[:cut], epochs, strict=False)):
+            one_by_one.apply(rec, 10 + offset, 2000 + offset, epoch)
+        assert block.to_json(redact=False) == one_by_one.to_json(redact=False), cut
+        assert (block.provenance, block.problems, block.raft.leader_epoch, block.raft.leader_id, block.raft.to_json(),
+                _held(block)) == (one_by_one.provenance, one_by_one.problems, one_by_one.raft.leader_epoch,
+                                  one_by_one.raft.leader_id, one_by_one.raft.to_json(), _held(one_by_one)), cut
+
+
+def _held(image: ClusterImage):
+    """An open transaction's begin, name and the records it holds (their handlers are the image's own)."""
+    txn = image.transaction
+    return txn and (txn.begin_offset, txn.name, [(h.__name__, rec, offset) for h, rec, offset in txn.records])
+
+
+def test_a_block_gives_the_literal_image():
+    recs, epochs = _block_records()
+    image = ClusterImage.empty()
+    image.apply_block(_block(recs, epochs))
+    assert image.to_json()["topics"]["t"]["partitions"]["0"] == {
+        "replicas": [1, 2, 3], "directories": ["AAAAAAAAAAAAAAAAAAAAAA"] * 3, "isr": [1],
+        "removingReplicas": [], "addingReplicas": [], "leader": 2, "leaderRecoveryState": 0, "leaderEpoch": 6,
+        "partitionEpoch": 10, "eligibleLeaderReplicas": [], "lastKnownElr": []}
+    assert [(p.offset, p.type) for p in image.problems] == [
+        (15, "PARTITION_CHANGE_RECORD"), (16, "PARTITION_CHANGE_RECORD"), (27, "UNKNOWN")]
+    # the open transaction's Begin leaves the image where the record before it put it
+    assert image.provenance.to_json() == {"offset": 28, "epoch": 5, "timestamp": 2018}
+    assert (image.raft.leader_epoch, image.raft.leader_id) == (5, -1)  # epoch 5 came after the leader change
+    assert image.transaction.begin_offset == 29 and len(image.transaction.records) == 2
+
+
+def test_history_reads_a_topic_id_and_partition_where_entity_of_does():
+    from kraftlog.schema import entity_of
+    from kraftlog.schema.entity import fields_of
+
+    seen = set()
+    for node in _nodes():
+        for e in Log.of(node).entries(0, Limits(), ReadProblems()):
+            rec = e.record
+            if not hasattr(rec, "api_key") or rec.error is not None:
+                continue
+            whole, fields = entity_of(rec), fields_of(rec.api_key)
+            for key in ("topic_id", "partition_id"):
+                assert (rec.data.get(fields[key]) if key in fields else None) == whole[key], rec
+                seen.add(key) if whole[key] is not None else None
+    assert seen == {"topic_id", "partition_id"}

@@ -4,10 +4,14 @@ import json
 import sys
 from typing import NamedTuple
 
+import numpy as np
+
 from kraftlog.cli import main, target
 from kraftlog.cli.render import dumps, iso_time
-from kraftlog.files.records import NoOps, ReadProblems
+from kraftlog.files.records import Block, Entry, NoOps, ReadProblems
 from kraftlog.schema import MetadataRecord, entity_of
+from kraftlog.schema.entity import fields_of
+from kraftlog.schema.metadata import BY_TYPE_NAME
 from kraftlog.schema.redact import redact
 from kraftlog.state.configs import type_of
 from kraftlog.state.image import ClusterImage
@@ -18,6 +22,7 @@ from kraftlog.state.topics import topic_held_json
 _BROKER_TYPES = {"REGISTER_BROKER_RECORD", "UNREGISTER_BROKER_RECORD", "FENCE_BROKER_RECORD",
                  "UNFENCE_BROKER_RECORD", "BROKER_REGISTRATION_CHANGE_RECORD", "CONFIG_RECORD"}
 _TXN = {"BEGIN_TRANSACTION_RECORD", "END_TRANSACTION_RECORD", "ABORT_TRANSACTION_RECORD"}
+_TXN_KEYS = {BY_TYPE_NAME[name].api_key for name in _TXN}
 _ANSWERS = 1 << 14  # records whose match is remembered (``_Matcher.__call__``)
 _HELD = 256  # changes rendered together (``_render``)
 
@@ -56,19 +61,32 @@ class _Matcher:
                 name, _, key = rest.partition(":")
             self.config = (kind.upper(), name, key or None)
         self._answers: dict[int, tuple[MetadataRecord, bool]] = {}
+        self._older: dict[int, tuple[MetadataRecord, bool]] = {}
 
     def __call__(self, rec: MetadataRecord) -> bool:
         """``_match``, remembered per record object: a log repeats its records' values, and a value is
-        decoded once into one record (``files.records``). An answer holds until a topic id is added."""
+        decoded once into one record (``files.records._Recent``). Two generations of ``_ANSWERS`` records,
+        as ``_Recent`` keeps its values (an answer found in the old one moves to the new); an answer holds
+        until a topic id is added."""
         seen = self._answers.get(id(rec))
         if seen is not None and seen[0] is rec:
             return seen[1]
-        known = len(self.topic_ids)
-        answer = self._match(rec)
-        if len(self.topic_ids) != known or len(self._answers) >= _ANSWERS:
-            self._answers.clear()
+        seen = self._older.get(id(rec))
+        if seen is not None and seen[0] is rec:
+            answer = seen[1]
+        else:
+            known = len(self.topic_ids)
+            answer = self._match(rec)
+            if len(self.topic_ids) != known:
+                self._answers, self._older = {}, {}
+        if len(self._answers) >= _ANSWERS:
+            self._answers, self._older = {}, self._answers
         self._answers[id(rec)] = (rec, answer)  # the record held, so its id is not another's meanwhile
         return answer
+
+    def answered(self) -> dict[int, tuple[MetadataRecord, bool]]:
+        """The newer answers, by record id, for a caller to look up first (it calls the matcher on a miss)."""
+        return self._answers
 
     def _match(self, rec: MetadataRecord) -> bool:
         kind = rec.type
@@ -85,11 +103,11 @@ class _Matcher:
             return True
         if kind == "CLEAR_ELR_RECORD":
             return rec.data.get("topicName", "") in ("", self.topic)
-        e = entity_of(rec)
         if kind == "CONFIG_RECORD":
-            return self.partition is None and e["topic_name"] == self.topic
-        if e["topic_id"] in self.topic_ids:
-            return self.partition is None or e["partition_id"] in (None, self.partition)
+            return self.partition is None and entity_of(rec)["topic_name"] == self.topic
+        fields, data = fields_of(rec.api_key), rec.data  # entity_of's topic_id and partition_id, alone
+        if "topic_id" in fields and data.get(fields["topic_id"]) in self.topic_ids:
+            return self.partition is None or data.get(fields.get("partition_id")) in (None, self.partition)
         return False
 
     def state(self, image: ClusterImage, redacted: bool):
@@ -143,38 +161,83 @@ def _changes(args, log, start: int, limits, problems: ReadProblems, image: Clust
              out) -> tuple[int, int | None]:
     """Write each change of the entity read from ``start`` on, and the transactions aborted around them;
     (changes shown, the last offset read). Changes are rendered in groups (``_render``), apart from the
-    records read between them."""
-    redacted = not args.no_redact
-    pending: list[int] = []
-    held: list[tuple] = []  # what is to be written, in order, not yet rendered
-    shown = 0
+    records read between them. A block of records (``files.records.Block``) is applied at once up to each
+    change or transaction marker in it: the records between are no change of the entity."""
+    changes = _Changes(args, image, match, out)
     last = None
     try:  # what was read before a failure is written, as it was before changes were held
-        for e in log_entries(log, start, limits, problems, args.apply_invalid, runs=True):
+        for e in log_entries(log, start, limits, problems, args.apply_invalid, runs="blocks"):
+            if type(e) is Entry:
+                last = e.offset
+                image.apply(*e)
+                changes.after(e)
+                continue
+            last = e.last
             if type(e) is NoOps:  # no NoOp is about an entity
-                last = e.last
                 image.pass_over_all(e)
                 continue
-            rec, last, timestamp, epoch = e
-            image.apply(rec, last, timestamp, epoch)
-            if pending and rec.type in _TXN:
-                if rec.type == "ABORT_TRANSACTION_RECORD":
-                    held.append((e, None, pending, None))
-                pending = []
-                continue
-            if not isinstance(rec, MetadataRecord) or rec.error is not None or not match(rec):
-                continue
-            shown += 1
-            txn = image.transaction
-            if txn is not None:
-                pending.append(e.offset)
-            held.append((e, redact(rec) if redacted else rec, match.held(image, redacted),
-                         None if txn is None else txn.begin_offset))
-            if len(held) >= _HELD:
-                _render(held, args.format, out)
+            done = 0
+            for i in changes.marked(e):
+                image.apply_block(e.part(done, i + 1))
+                done = i + 1
+                changes.after(e.entry(i))
+            if done < len(e):
+                image.apply_block(e.part(done))
     finally:
-        _render(held, args.format, out)
-    return shown, last
+        _render(changes.held, args.format, out)
+    return changes.shown, last
+
+
+class _Changes:
+    """What ``history`` writes, decided record by record after the record is applied: a change of the
+    entity, or an abort of the transaction changes were shown in."""
+
+    def __init__(self, args, image: ClusterImage, match: _Matcher, out) -> None:
+        self.form, self.redacted, self.image, self.match, self.out = args.format, not args.no_redact, image, match, out
+        self.pending: list[int] = []  # offsets of the changes shown inside the open transaction
+        self.held: list[tuple] = []  # what is to be written, in order, not yet rendered
+        self.shown = 0
+
+    def marked(self, block: Block) -> list[int]:
+        """The records of ``block`` ``after`` must see (the others it passes over): the changes of the
+        entity, and the transaction markers. The matcher's newer answers are looked up here, a call less
+        for most of a log's records."""
+        active = np.flatnonzero(block.active).tolist()
+        match = self.match
+        answers = match.answered()
+        out = []
+        for i, rec in zip(active, map(block.decoded.__getitem__, block.kv[active].tolist()), strict=True):
+            if type(rec) is not MetadataRecord or rec.error is not None:
+                continue
+            if rec.api_key in _TXN_KEYS:
+                out.append(i)
+                continue
+            seen = answers.get(id(rec))
+            if seen is None or seen[0] is not rec:
+                seen = (rec, match(rec))
+                answers = match.answered()
+            if seen[1]:
+                out.append(i)
+        return out
+
+    def after(self, e: Entry) -> None:
+        """``e``, just applied to the image."""
+        rec, image = e.record, self.image
+        if self.pending and rec.type in _TXN:
+            if rec.type == "ABORT_TRANSACTION_RECORD":
+                self.held.append((e, None, self.pending, None))
+            self.pending = []
+            return
+        if not isinstance(rec, MetadataRecord) or rec.error is not None or not self.match(rec):
+            return
+        self.shown += 1
+        txn = image.transaction
+        if txn is not None:
+            self.pending.append(e.offset)
+        self.held.append((e, redact(rec) if self.redacted else rec, self.match.held(image, self.redacted),
+                          None if txn is None else txn.begin_offset))
+        if len(self.held) >= _HELD:
+            _render(self.held, self.form, self.out)
 
 
 def _render(held: list[tuple], form: str, out) -> None:

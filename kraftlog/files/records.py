@@ -81,23 +81,59 @@ class NoOps:
             yield Entry(decode_metadata(self.value), offset, timestamp, epoch)
 
 
+@dataclass(frozen=True, slots=True)
+class Block:
+    """Records of consecutive offsets from one clean walk, as columns: record ``i`` is
+    ``decoded[kv[i]]`` at ``offsets[i]``, with its batch's time and leader epoch. ``active`` marks the
+    records that are not NoOpRecords, the ones replay must apply (the others only advance the image),
+    so a quiet log's NoOps never become objects. ``entries()`` gives them one by one."""
+
+    decoded: list  # kv index -> its record (shared by a walk's blocks)
+    kv: np.ndarray
+    offsets: np.ndarray
+    timestamps: np.ndarray
+    epochs: np.ndarray
+    active: np.ndarray  # bool per record
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    @property
+    def last(self) -> int:
+        return int(self.offsets[-1])
+
+    def part(self, lo: int, hi: int | None = None) -> "Block":
+        """Records ``lo``..``hi`` (a slice) of the block."""
+        return Block(self.decoded, self.kv[lo:hi], self.offsets[lo:hi], self.timestamps[lo:hi], self.epochs[lo:hi],
+                     self.active[lo:hi])
+
+    def entry(self, i: int) -> Entry:
+        return Entry(self.decoded[int(self.kv[i])], int(self.offsets[i]), int(self.timestamps[i]),
+                     int(self.epochs[i]))
+
+    def entries(self) -> Iterator[Entry]:
+        return map(_new_entry, zip(map(self.decoded.__getitem__, self.kv.tolist()), self.offsets.tolist(),
+                                   self.timestamps.tolist(), self.epochs.tolist(), strict=True))
+
+
 def iter_items(
     lf: LogFile, limits: Limits = Limits(), problems: ReadProblems | None = None, start: int = -1,
-    stop_at_invalid: bool = False, until: int | None = None,
-) -> Iterator[Entry | NoOps]:
-    """``iter_entries``, with runs of NoOpRecords as ``NoOps``, read by the columnar walk
-    (``files.walk``) where the file is local and every batch up to ``until`` is whole, CRC-valid and
-    readable; at the first walk of batches that is not (a region, a CRC mismatch, a batch error),
-    the reader takes over from where the last clean walk ended, so problems are the reader's."""
+    stop_at_invalid: bool = False, until: int | None = None, blocks: bool = False,
+) -> Iterator[Entry | NoOps | Block]:
+    """``iter_entries``, with runs of NoOpRecords as ``NoOps`` (``blocks``: a clean walk's records as
+    ``Block`` columns instead), read by the columnar walk (``files.walk``) where the file is local and
+    every batch up to ``until`` is whole, CRC-valid and readable; at the first walk of batches that is
+    not (a region, a CRC mismatch, a batch error), the reader takes over from where the last clean walk
+    ended, so problems are the reader's."""
     if not isinstance(lf.path, Path):  # a store's file: the reader's way
         yield from iter_entries(lf, limits, problems, start, stop_at_invalid, until)
         return
-    resume = yield from _walked(lf, limits, start, until)
+    resume = yield from _walked(lf, limits, start, until, _blocks if blocks else _items)
     if resume is not None:
         yield from iter_entries(lf, limits, problems, start, stop_at_invalid, until, at=resume)
 
 
-def _walked(lf: LogFile, limits: Limits, start: int, until: int | None):
+def _walked(lf: LogFile, limits: Limits, start: int, until: int | None, items):
     """The clean walks' items; returns the position the reader takes over at (None: the file is done)."""
     end = 1 << 62 if until is None else until
     want = None if start <= 0 and until is None else [(max(start, 0), end)]
@@ -119,9 +155,9 @@ def _walked(lf: LogFile, limits: Limits, start: int, until: int | None):
                     or w.errors[:stop].count(None) != stop):
                 return resume
             if stop < w.count:
-                yield from _items(w, stop, start)
+                yield from items(w, stop, start)
                 return None
-            yield from _items(w, stop, start)
+            yield from items(w, stop, start)
             if w.count:
                 resume = int(w.positions[-1]) + int(h["batchLength"][-1]) + LOG_OVERHEAD
     finally:
@@ -159,6 +195,34 @@ def _items(w, stop: int, start: int) -> Iterator[Entry | NoOps]:
         yield NoOps(w.kv[int(kv[a])][1], offsets[a:z], timestamps[a:z], epochs[a:z])
         at = cut
     yield from entries
+
+
+def _blocks(w, stop: int, start: int) -> Iterator[Block]:
+    """``_items`` as ``Block`` columns, cut where offsets jump (a block's offsets are consecutive). A
+    metadata value is decoded once (``decode_metadata``'s cache), a control record's at ``len(w.kv)`` + its kv index."""
+    keep = (w.rec_batch < stop) & (w.rec_offset >= start)
+    batch, offsets = w.rec_batch[keep], w.rec_offset[keep]
+    if not len(batch):
+        return
+    n = len(w.kv)
+    control = ((w.header["attributes"] & CONTROL_BIT) != 0)[batch]
+    kv = w.rec_kv[keep] + n * control
+    used = np.zeros(2 * n, bool)
+    used[kv] = True
+    metadata, controls = np.flatnonzero(used[:n]), np.flatnonzero(used[n:])
+    records = list(map(decode_metadata, [w.kv[k][1] or b"" for k in metadata.tolist()]))
+    decoded = np.full(2 * n, None, object)
+    decoded[metadata] = records
+    decoded[controls + n] = [_control(*w.kv[k]) for k in controls.tolist()]
+    decoded = decoded.tolist()
+    no_op = np.zeros(2 * n, bool)  # ``is_no_op``: these are MetadataRecords
+    no_op[metadata] = [rec.api_key == _NO_OP_API_KEY and rec.error is None for rec in records]
+    active = ~no_op[kv]
+    timestamps = w.rec_timestamp[keep]
+    epochs = w.header["partitionLeaderEpoch"][batch].astype(np.int64)
+    cuts = [0, *(np.flatnonzero(offsets[1:] != offsets[:-1] + 1) + 1).tolist(), len(batch)]
+    for a, z in itertools.pairwise(cuts):
+        yield Block(decoded, kv[a:z], offsets[a:z], timestamps[a:z], epochs[a:z], active[a:z])
 
 
 _new_entry = functools.partial(tuple.__new__, Entry)  # Entry(*fields), without a Python call

@@ -14,7 +14,7 @@ from kraftlog.files.copies import Log
 from kraftlog.files.logdir import NodeDir
 from kraftlog.files.paths import LogFile, classify
 from kraftlog.files.reader import Limits
-from kraftlog.files.records import Entry, NoOps, ReadProblems, iter_entries, unreadable
+from kraftlog.files.records import Block, Entry, NoOps, ReadProblems, iter_entries, unreadable
 from kraftlog.state.image import ClusterImage
 from kraftlog.state.replay import ReplayResult, load_snapshot, replay
 
@@ -77,7 +77,7 @@ def as_log(source: NodeDir | Log) -> Log:
 
 
 def log_entries(source: NodeDir | Log, start: int, limits: Limits, problems: ReadProblems,
-                apply_invalid: bool = True, runs: bool = False) -> Iterator[Entry | NoOps]:
+                apply_invalid: bool = True, runs: bool | str = False) -> Iterator[Entry | NoOps | Block]:
     """Records of the log from offset ``start`` on, noting a gap where offsets jump
     (``Log.entries``; ``apply_invalid=False`` stops at the first batch failing its CRC; ``runs``:
     runs of NoOpRecords as ``NoOps``)."""
@@ -181,7 +181,7 @@ def rebuild(
     problems = ReadProblems()
     image, start, described = starting_point(log, offset, time_ms, base, limits, problems)
     from_snapshot = image.provenance.offset >= 0
-    result: ReplayResult = replay(log.entries(start, limits, problems, apply_invalid, runs=True), image,
+    result: ReplayResult = replay(log.entries(start, limits, problems, apply_invalid, runs="blocks"), image,
                                   until=offset, until_time=time_ms)
     point = f"offset {offset}" if offset is not None else "the end of the log" if time_ms is None else f"time {time_ms}"
     if not from_snapshot and result.records == 0:
