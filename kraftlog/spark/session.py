@@ -201,7 +201,8 @@ def _start_workers(spark: SparkSession, slots: int) -> None:
 def _import_passes(batches):
     import pyarrow as pa
 
-    import kraftlog.spark.passes  # noqa: F401
+    from kraftlog.spark.passes import freeze_imports
 
     pa.array([0])  # pyarrow's first conversion of Python values imports pandas
+    freeze_imports()
     yield from batches
