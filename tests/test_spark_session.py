@@ -1,6 +1,7 @@
 """The driver JVM's class archive: written by ``python -m kraftlog.spark.classes``, used by embedded
 sessions when it is there, ignored (not a crash) when it is damaged."""
 
+import json
 import os
 import shlex
 import shutil
@@ -115,3 +116,32 @@ def test_remove_deletes_the_archives_it_wrote_and_nothing_else(cache, capsys):
     assert [f.exists() for f in ours + theirs] == [False, False, False, True, True]
     assert f"removed 3 archive(s), 3 MiB, from {cache}" in capsys.readouterr().out
     assert main(["--remove"]) == 0 and "removed 0 archive(s)" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(JAVA is None, reason="no java on PATH")
+def test_the_passes_run_in_the_workers_the_warm_up_started():
+    """An embedded session's warm-up (an RDD job, run while the SQL session is set up) starts the
+    Python workers the passes' ``mapInArrow`` tasks run in: one daemon serves both, and its workers'
+    imports are frozen, so that pyspark's full collection after each task does not walk them."""
+    check = textwrap.dedent("""
+        import json, os
+        from kraftlog.spark.session import arrow_table, session, workers_started
+        spark = session("local[2]", "t")
+        workers_started()
+        def where(batches):
+            import gc, os
+            import pyarrow as pa
+            for b in batches:
+                yield pa.RecordBatch.from_pydict({"daemon": [os.getppid()] * b.num_rows,
+                                                  "frozen": [gc.get_freeze_count()] * b.num_rows})
+        got = arrow_table(spark.range(4, numPartitions=4).mapInArrow(where, "daemon long, frozen long"))
+        rdd = spark.sparkContext.parallelize(range(2), 2).map(lambda _: os.getppid()).collect()
+        print(json.dumps({"sql": got.column("daemon").to_pylist(), "frozen": got.column("frozen").to_pylist(),
+                          "rdd": rdd}))
+    """)
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+    ran = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, env=env, timeout=300)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    got = json.loads(ran.stdout.splitlines()[-1])
+    assert len(set(got["sql"]) | set(got["rdd"])) == 1
+    assert all(n > 0 for n in got["frozen"])

@@ -387,19 +387,22 @@ def test_a_bucket_of_more_events_than_a_fold_takes_is_folded_in_parts_with_the_s
 
 
 def test_a_task_writing_many_buckets_holds_at_most_its_pending_bytes_unwritten(tmp_path):
-    """Staged events go to every bucket a task reaches; their rows, and the batches they are slices
-    of, are written out once all buckets together hold more than the bound, not a row group each."""
+    """Staged events go to every bucket a task reaches, as slices of the batches routed; their rows
+    are written out once the batches they were cut from hold more than the bound together, each batch
+    counted whole and once however many of its slices wait (a slice keeps its whole batch in
+    memory), not a row group each."""
     schema = pa.schema([("offset", pa.int64())])
     with recording() as written:
         parts = Parts(str(tmp_path), "t", schema, "g0", staged=True, column="bucket", pending_bytes=1000)
         rows = pa.record_batch([pa.array(range(100))], schema=schema)  # 800 bytes
         for bucket in range(3):
             parts.write(bucket, rows.slice(bucket * 10, 10))
-            assert parts.pending == sum(s.pending_bytes for s in parts.sinks.values()) == 80 * (bucket + 1)
-        parts.write(0, rows)
+            assert parts.pending == 800 and sum(s.pending_rows for s in parts.sinks.values()) == 10 * (bucket + 1)
+        parts.write(0, pa.record_batch([pa.array(range(100, 200))], schema=schema))  # 800 bytes more
         assert parts.pending == 0 and not any(s.pending for s in parts.sinks.values())
         parts.write(1, rows.slice(0, 1))
+        assert parts.pending == 800
         assert parts.close() == 131
     got = {p["value"]: [r for b in read_staged(str(tmp_path), p["path"].removesuffix(".arrow"))
                         for r in b.column("offset").to_pylist()] for p in written}
-    assert got == {0: [*range(10), *range(100)], 1: [*range(10, 20), 0], 2: list(range(20, 30))}
+    assert got == {0: [*range(10), *range(100, 200)], 1: [*range(10, 20), 0], 2: list(range(20, 30))}

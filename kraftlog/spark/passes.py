@@ -97,11 +97,28 @@ def _over_tasks(spark: SparkSession, weights: dict[int, int], work, count: int |
     return _over_groups(spark, weights, lambda _, tasks: [n for task in tasks for n in work(task)], count)
 
 
+#: Whether this Python worker's objects were frozen (``freeze_imports``).
+_frozen = False
+
+
+def freeze_imports() -> None:
+    """Once per Python worker, before its first task's work: what is alive then (the modules it
+    imported) is left out of every later collection (``gc.freeze``). pyspark's daemon runs a full
+    collection after each task of a reused worker (``pyspark/daemon.py``), which otherwise walks
+    all those objects every time: 40 ms a task, more than a second of CPU a run."""
+    global _frozen
+    if not _frozen:
+        gc.freeze()
+        _frozen = True
+
+
 @contextmanager
 def _rare_collections():
     """A task makes millions of short-lived objects that reference counting frees: a cyclic
     collection every 700 allocations (CPython's default) walks the growing live heap for nothing,
-    a third of a fold's time and a tenth of a decode's."""
+    a third of a fold's time and a tenth of a decode's (and after the task, the daemon's full
+    collection walks the worker's imports: ``freeze_imports``)."""
+    freeze_imports()
     before = gc.get_threshold()
     gc.set_threshold(100_000, 50, 100)
     try:

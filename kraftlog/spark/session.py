@@ -151,32 +151,40 @@ def session(master: str | None = None, app_name: str = "kraftlog", extra: dict[s
         raise NoJava("Spark needs Java 17 or newer: no java in $JAVA_HOME/bin or on PATH")
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    settings = {**LOOPBACK, "spark.driver.extraJavaOptions": driver_options(), **TUNING, **(extra or {})}
+    settings = {**LOOPBACK, **ONE_DAEMON, "spark.driver.extraJavaOptions": driver_options(), **TUNING, **(extra or {})}
     context = SparkContext.getOrCreate(SparkConf().setMaster(master or "local[*]").setAppName(app_name)
                                        .setAll(list(settings.items())))
     context.setLogLevel("WARN")
+    # the Python workers start, with the passes' modules imported, while the SQL session is set up
+    # and its first query planned (a second of the driver JVM's), and the driver discovers: the
+    # first by a job that needs no SQL session (one daemon serves both kinds, see ONE_DAEMON)
+    workers = threading.Thread(target=_start_workers, args=(context,), daemon=True)
+    workers.start()
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    # the passes' Python workers (those of mapInArrow: the SQL runner does not share the RDD's) start
-    # with the passes' modules imported, and the first query is planned, while the driver discovers
-    global _warming
-    _warming = threading.Thread(target=_start_workers, args=(spark, context.defaultParallelism), daemon=True)
-    _warming.start()
+    first = threading.Thread(target=_first_query, args=(spark,), daemon=True)
+    first.start()
+    _warming[:] = [workers, first]
     return spark
 
 
-#: The thread starting an embedded session's Python workers, until the first pass waits for it.
-_warming: threading.Thread | None = None
+#: For our own sessions: pyspark's workers run in one daemon per environment, and a SQL runner's
+#: (mapInArrow, the passes') differs from an RDD's only by this setting (Spark's
+#: ``SPARK_SIMPLIFIED_TRACEBACK``), so that with it off the warm-up's RDD job starts the passes'
+#: workers. A task's error still names its cause (``guard.one_line``), with pyspark's frames too.
+ONE_DAEMON = {"spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled": "false"}
+
+#: The threads warming an embedded session (workers, first query), until the first pass waits for them.
+_warming: list[threading.Thread] = []
 
 
 def workers_started(timeout: float = 120.0) -> None:
-    """Wait for the Python workers ``session`` started: a pass submitted first would run its tasks
-    ahead of the warm-up's (jobs run in the order they come), which then starts workers for nothing."""
-    global _warming
-    if _warming is not None:
-        _warming.join(timeout)
-        _warming = None
+    """Wait for the warm-up ``session`` started: a pass submitted first would run its tasks ahead
+    of the warm-up's (jobs run in the order they come), which then starts workers for nothing."""
+    for thread in _warming:
+        thread.join(timeout)
+    _warming.clear()
 
 
 def _ship_package(spark: SparkSession) -> None:
@@ -193,15 +201,23 @@ def _ship_package(spark: SparkSession) -> None:
         spark.addArtifacts(str(zipped), pyfile=True)
 
 
-def _start_workers(spark: SparkSession, slots: int) -> None:
+def _start_workers(context: SparkContext) -> None:
     """One task per core, so each core's Python worker is up with the passes' modules imported."""
-    spark.range(slots, numPartitions=slots).mapInArrow(_import_passes, "id long").collect()
+    slots = context.defaultParallelism
+    context.parallelize(range(slots), slots).mapPartitions(_import_passes).count()
 
 
-def _import_passes(batches):
+def _first_query(spark: SparkSession) -> None:
+    """A query shaped like the passes' (``mapInArrow`` over a range, collected as Arrow), so that
+    the classes and generated code of the SQL session's first query are ready before the first pass."""
+    arrow_table(spark.range(1, numPartitions=1).mapInArrow(_import_passes, "id long"))
+
+
+def _import_passes(rows):
     import pyarrow as pa
 
-    import kraftlog.spark.passes  # noqa: F401
+    from kraftlog.spark.passes import freeze_imports
 
     pa.array([0])  # pyarrow's first conversion of Python values imports pandas
-    yield from batches
+    freeze_imports()
+    yield from rows
