@@ -58,6 +58,12 @@ def test_one_archive_per_java(cache, tmp_path, monkeypatch):
     assert S.class_archive() is None
 
 
+def test_one_archive_per_version_of_the_job(cache, monkeypatch):
+    found = S.class_archive()
+    monkeypatch.setattr(S, "_job_digest", lambda: "another job")
+    assert S.class_archive() not in (found, None) and S.class_archive().parent == found.parent
+
+
 def _java_starts() -> str:
     run = subprocess.run([JAVA, *shlex.split(S.driver_options()), "-version"], capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
+from kraftlog.files.heap import rare_collections
 from kraftlog.files.reader import Limits
 from kraftlog.files.storage import Source
 from kraftlog.spark.decode import (
@@ -119,12 +120,8 @@ def _rare_collections():
     a third of a fold's time and a tenth of a decode's (and after the task, the daemon's full
     collection walks the worker's imports: ``freeze_imports``)."""
     freeze_imports()
-    before = gc.get_threshold()
-    gc.set_threshold(100_000, 50, 100)
-    try:
+    with rare_collections((100_000, 50, 100)):
         yield
-    finally:
-        gc.set_threshold(*before)
 
 
 def _read(meta: FileMeta) -> Source:

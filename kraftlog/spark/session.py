@@ -76,15 +76,24 @@ def java() -> str | None:
     return os.path.realpath(found) if found and os.path.exists(found) else None
 
 
+def _job_digest() -> str:
+    """The job's own Spark code (``kraftlog/spark/*.py``): which Spark classes a run loads follows it,
+    so an archive written by another version of the job (an RDD-era one missed 3,300 of the SQL
+    classes the current one loads) is not taken for this one's."""
+    folder = Path(__file__).parent
+    return hashlib.sha256(b"".join(p.read_bytes() for p in sorted(folder.glob("*.py")))).hexdigest()
+
+
 def class_archive() -> Path | None:
-    """Where the driver's class-data-sharing archive for this pyspark install and this Java is
-    (under ``$XDG_CACHE_HOME/kraftlog``, or ``~/.cache/kraftlog``); None without a java to run."""
+    """Where the driver's class-data-sharing archive for this pyspark install, this Java and this
+    version of the job is (under ``$XDG_CACHE_HOME/kraftlog``, or ``~/.cache/kraftlog``); None without
+    a java to run."""
     java_ = java()
     if java_ is None:
         return None
     jars = os.path.realpath(os.path.join(os.path.dirname(pyspark.__file__), "jars"))
     key = "\0".join([pyspark.__version__, java_, str(os.stat(java_).st_mtime_ns), jars,
-                     str(os.stat(jars).st_mtime_ns if os.path.isdir(jars) else 0)])
+                     str(os.stat(jars).st_mtime_ns if os.path.isdir(jars) else 0), _job_digest()])
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kraftlog"
     return cache / f"spark-driver-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
 
