@@ -18,7 +18,7 @@ from kraftlog.files.coverage import Divergence, compare_copies, identical
 from kraftlog.files.logdir import NodeDir
 from kraftlog.files.paths import LogFile
 from kraftlog.files.reader import Limits, Region, read_log_file
-from kraftlog.files.records import Entry, NoOps, ReadProblems, iter_entries, iter_items
+from kraftlog.files.records import COLUMNS, Entry, NoOps, ReadProblems, Records, iter_entries, iter_items
 
 #: Past every offset: the open end of a copy read as it is.
 NO_END = 1 << 62
@@ -159,11 +159,11 @@ class Log:
         return lines + self.notes
 
     def entries(self, start: int, limits: Limits, problems: ReadProblems,
-                apply_invalid: bool = False, runs: bool = False) -> Iterator[Entry | NoOps]:
+                apply_invalid: bool = False, runs: bool | str = False) -> Iterator[Entry | NoOps | Records]:
         """Records from offset ``start`` on, noting a gap where offsets jump. A batch that fails
         its CRC ends the log there (Kafka truncates the log at it on recovery) unless
         ``apply_invalid``; ``problems.stopped_at`` says where. ``runs``: runs of NoOpRecords come as
-        ``NoOps`` (``records.iter_items``)."""
+        ``NoOps`` (``records.iter_items``); ``runs=records.COLUMNS``: metadata records as ``Records``."""
         expected = start
         for piece in self.pieces:
             if piece.hi < start:
@@ -192,7 +192,7 @@ class Log:
 
 
 def _node_entries(node: NodeDir, start: int, until: int, limits: Limits, problems: ReadProblems,
-                  apply_invalid: bool, runs: bool = False) -> Iterator[Entry | NoOps]:
+                  apply_invalid: bool, runs: bool | str = False) -> Iterator[Entry | NoOps | Records]:
     """A copy's records from ``start`` on. A segment whose successor is named at or below ``start``
     holds only earlier offsets (a segment's name is its base offset, as Kafka has it): not read."""
     segments = node.segments
@@ -201,8 +201,11 @@ def _node_entries(node: NodeDir, start: int, until: int, limits: Limits, problem
             continue
         if seg.offset > until:
             return
-        read = iter_items if runs else iter_entries
-        yield from read(seg, limits, problems, start=start, stop_at_invalid=not apply_invalid, until=until)
+        if runs:
+            yield from iter_items(seg, limits, problems, start=start, stop_at_invalid=not apply_invalid, until=until,
+                                  columns=runs == COLUMNS)
+        else:
+            yield from iter_entries(seg, limits, problems, start=start, stop_at_invalid=not apply_invalid, until=until)
         if problems.stopped_at is not None:
             return
 

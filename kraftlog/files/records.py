@@ -18,6 +18,8 @@ from kraftlog.schema.metadata import BY_TYPE_NAME
 from kraftlog.wire.batch import CONTROL_BIT, LOG_OVERHEAD
 
 NO_OP = "NO_OP_RECORD"
+#: ``runs`` value asking for every metadata record of a clean walk as ``Records`` columns.
+COLUMNS = "columns"
 _NO_OP_API_KEY = BY_TYPE_NAME[NO_OP].api_key
 
 
@@ -81,23 +83,54 @@ class NoOps:
             yield Entry(decode_metadata(self.value), offset, timestamp, epoch)
 
 
+@dataclass(frozen=True, slots=True)
+class Records:
+    """Metadata records of consecutive offsets as columns: record ``i`` is ``values[index[i]]`` (the
+    walk's distinct values, each decoded once and shared: never changed by its callers).
+    ``entries()`` gives them one by one."""
+
+    values: list[MetadataRecord | None]
+    index: np.ndarray
+    offsets: np.ndarray
+    timestamps: np.ndarray
+    epochs: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    @property
+    def last(self) -> int:
+        return int(self.offsets[-1])
+
+    def part(self, lo: int, hi: int | None = None) -> "Records":
+        """Records ``lo``..``hi`` (a slice) of the run."""
+        return Records(self.values, self.index[lo:hi], self.offsets[lo:hi], self.timestamps[lo:hi],
+                       self.epochs[lo:hi])
+
+    def entries(self) -> Iterator[Entry]:
+        values = self.values
+        return map(_new_entry, zip([values[k] for k in self.index.tolist()], self.offsets.tolist(),
+                                   self.timestamps.tolist(), self.epochs.tolist(), strict=True))
+
+
 def iter_items(
     lf: LogFile, limits: Limits = Limits(), problems: ReadProblems | None = None, start: int = -1,
-    stop_at_invalid: bool = False, until: int | None = None,
-) -> Iterator[Entry | NoOps]:
-    """``iter_entries``, with runs of NoOpRecords as ``NoOps``, read by the columnar walk
+    stop_at_invalid: bool = False, until: int | None = None, columns: bool = False,
+) -> Iterator[Entry | NoOps | Records]:
+    """``iter_entries``, with runs of NoOpRecords as ``NoOps`` (``columns``: runs of metadata records
+    of consecutive offsets as ``Records``, control records as entries), read by the columnar walk
     (``files.walk``) where the file is local and every batch up to ``until`` is whole, CRC-valid and
     readable; at the first walk of batches that is not (a region, a CRC mismatch, a batch error),
     the reader takes over from where the last clean walk ended, so problems are the reader's."""
     if not isinstance(lf.path, Path):  # a store's file: the reader's way
         yield from iter_entries(lf, limits, problems, start, stop_at_invalid, until)
         return
-    resume = yield from _walked(lf, limits, start, until)
+    resume = yield from _walked(lf, limits, start, until, columns)
     if resume is not None:
         yield from iter_entries(lf, limits, problems, start, stop_at_invalid, until, at=resume)
 
 
-def _walked(lf: LogFile, limits: Limits, start: int, until: int | None):
+def _walked(lf: LogFile, limits: Limits, start: int, until: int | None, columns: bool = False):
     """The clean walks' items; returns the position the reader takes over at (None: the file is done)."""
     end = 1 << 62 if until is None else until
     want = None if start <= 0 and until is None else [(max(start, 0), end)]
@@ -119,9 +152,9 @@ def _walked(lf: LogFile, limits: Limits, start: int, until: int | None):
                     or w.errors[:stop].count(None) != stop):
                 return resume
             if stop < w.count:
-                yield from _items(w, stop, start)
+                yield from _items(w, stop, start, columns)
                 return None
-            yield from _items(w, stop, start)
+            yield from _items(w, stop, start, columns)
             if w.count:
                 resume = int(w.positions[-1]) + int(h["batchLength"][-1]) + LOG_OVERHEAD
     finally:
@@ -157,7 +190,7 @@ class _Recent:
 _RECENT = _Recent()
 
 
-def _items(w, stop: int, start: int) -> Iterator[Entry | NoOps]:
+def _items(w, stop: int, start: int, columns: bool = False) -> Iterator[Entry | NoOps | Records]:
     """The records of a clean walk's first ``stop`` batches at or after ``start``; a metadata value is
     decoded once (``_Recent``)."""
     keep = (w.rec_batch < stop) & (w.rec_offset >= start)
@@ -172,6 +205,9 @@ def _items(w, stop: int, start: int) -> Iterator[Entry | NoOps]:
     for k in np.unique(kv[~control]).tolist():
         rec = decoded[k] = _RECENT.decode(w.kv[k][1] or b"")
         no_op[k] = is_no_op(rec)
+    if columns:
+        yield from _columns(w, decoded, control, kv, offsets, timestamps, epochs)
+        return
     run_key = np.where(no_op[kv] & ~control, kv, -1)
     same = (run_key[1:] == run_key[:-1]) & (offsets[1:] == offsets[:-1] + 1) & (run_key[1:] >= 0)
     starts = np.flatnonzero((run_key >= 0) & np.concatenate([[True], ~same]))
@@ -191,6 +227,19 @@ def _items(w, stop: int, start: int) -> Iterator[Entry | NoOps]:
 
 
 _new_entry = functools.partial(tuple.__new__, Entry)  # Entry(*fields), without a Python call
+
+
+def _columns(w, decoded: dict[int, MetadataRecord], control: np.ndarray, kv: np.ndarray, offsets: np.ndarray,
+             timestamps: np.ndarray, epochs: np.ndarray) -> Iterator[Entry | Records]:
+    """The walk's metadata records as ``Records`` runs, cut at control records (entries) and where
+    offsets jump."""
+    values = [decoded.get(k) for k in range(len(w.kv))]
+    cut = np.flatnonzero(control[1:] | control[:-1] | (offsets[1:] != offsets[:-1] + 1)) + 1
+    for a, z in zip([0, *cut.tolist()], [*cut.tolist(), len(kv)], strict=True):
+        if control[a]:
+            yield Entry(_control(*w.kv[int(kv[a])]), int(offsets[a]), int(timestamps[a]), int(epochs[a]))
+        else:
+            yield Records(values, kv[a:z], offsets[a:z], timestamps[a:z], epochs[a:z])
 
 
 def _control(key: bytes | None, value: bytes | None) -> ControlRecord:
