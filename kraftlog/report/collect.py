@@ -131,6 +131,7 @@ class _Walker:
         self.keys: list[tuple[str, int]] = []
         self.isr_codes: dict[tuple[int, ...], int] = {}  # ISR -> its number in folds
         self.isrs: list[tuple[int, ...]] = []
+        self.isr_sizes = np.zeros(0, np.int64)
         self.isr_moves: dict[tuple[int, int], tuple[bool, bool]] = {}  # (old, new ISR) -> shrank, grew
         self.skipped: set[int] = set()  # partitions a fold cannot take until the next record added
         model.start_topics = len(self.topic_names)
@@ -276,6 +277,7 @@ class _Walker:
             self.values, self.value_kinds = run.values, {}
             if len(self.keys) > _REGISTRY_MAX or len(self.isrs) > _REGISTRY_MAX:
                 self.key_codes, self.keys, self.isr_codes, self.isrs, self.isr_moves = {}, [], {}, [], {}
+                self.isr_sizes = np.zeros(0, np.int64)
         known = self.value_kinds
         distinct, inverse = np.unique(run.index, return_inverse=True)
         rows = []
@@ -307,7 +309,13 @@ class _Walker:
             self.isrs.append(isr)
         return code
 
-    def _stretch(self, run: Records, a: int, kind: np.ndarray, key: np.ndarray) -> tuple[int, dict | None]:
+    def _isr_sizes(self) -> np.ndarray:
+        """The size of each numbered ISR."""
+        if len(self.isr_sizes) < len(self.isrs):
+            self.isr_sizes = np.asarray([len(i) for i in self.isrs], np.int64)
+        return self.isr_sizes
+
+    def _stretch(self, run: Records, a: int, kind: np.ndarray, key: np.ndarray) -> tuple[int, tuple | None]:
         """The records from ``a`` up to the first one a fold cannot take (``a``: none), and what the fold
         starts from for each partition they change."""
         if self.epoch is None or self.image.transaction is not None:
@@ -340,31 +348,41 @@ class _Walker:
         wide = hi - lo >= self.max_buckets
         return a + int(np.argmax(wide)) if wide.any() else z
 
-    def _seeds(self, keys: np.ndarray) -> dict | None:
-        """Per partition the records change (by number, ascending): its state in the image, its track,
-        its health flags and what they read; None (the partitions noted in ``skipped``) when one has no
-        state, track or flags, as ``_partition`` then takes another way."""
+    def _seeds(self, keys: np.ndarray) -> tuple[list, np.ndarray] | None:
+        """Per partition the records change (by number, ascending): (key, its partitions' map, its state,
+        its track, its health flags), and as columns what the fold starts from (``_SEED``); None (the
+        partitions noted in ``skipped``) when one has no state, track or flags, as ``_partition`` then
+        takes another way."""
         codes = np.unique(keys).tolist()
-        by_id, tracks, health = self.image.topics.by_id, self.model.partitions, self.health
-        parts, tracked, flags = [], [], []
+        names, by_id, tracks, health = self.keys, self.image.topics.by_id, self.model.partitions, self.health
+        min_isrs, isr_codes = self.min_isrs, self.isr_codes
+        held, numbers = [], []
         for code in codes:
-            tid, pid = key = self.keys[code]
-            topic = by_id.get(tid)
-            part = topic["partitions"].get(pid) if topic else None
+            key = names[code]
+            topic = by_id.get(key[0])
+            partitions = topic["partitions"] if topic is not None else {}
+            part = partitions.get(key[1])
             track = tracks.get(key)
             old = health.get(key)
             if part is None or track is None or track.removed_time is not None or old is None:
                 self.skipped.add(code)
                 continue
-            parts.append(part)
-            tracked.append(track)
-            flags.append(old)
-        if len(parts) < len(codes):
+            isr = tuple(part["isr"])
+            isr_code = isr_codes.get(isr)
+            track_isr = isr_codes.get(track.isr)
+            min_isr = min_isrs.get(key[0])
+            held.append((code, key, partitions, part, track, old))
+            numbers.append((part["leader"], self._isr_code(isr) if isr_code is None else isr_code, track.leader,
+                            self._isr_code(track.isr) if track_isr is None else track_isr, len(part["replicas"]),
+                            bool(part["eligibleLeaderReplicas"]),
+                            self._topic_min_isr(key[0]) if min_isr is None else min_isr, part[LEADER_EPOCH],
+                            part[PARTITION_EPOCH], *old))
+        if len(held) < len(codes):
             return None
-        return {"codes": codes, "parts": parts, "tracks": tracked, "flags": flags}
+        return held, np.asarray(numbers, np.int64).reshape(len(held), 9 + len(HEALTH))
 
     def _fold(self, run: Records, a: int, z: int, kind: np.ndarray, key: np.ndarray, leader: np.ndarray,
-              isr: np.ndarray, seeds: dict) -> None:
+              isr: np.ndarray, seeds: tuple) -> None:
         """``add`` of records ``a``..``z`` of the run, NoOps and taken PartitionChangeRecords outside a
         transaction, below the epoch and within the buckets' span: the counts, the image, the tracks,
         cells, events and health they move, the same as record by record."""
@@ -412,7 +430,7 @@ class _Walker:
         return out
 
     def _fold_changes(self, rows: np.ndarray, offsets: np.ndarray, ts: np.ndarray, slot: np.ndarray, key: np.ndarray,
-                      leader: np.ndarray, isr: np.ndarray, seeds: dict, buckets: dict[int, Bucket]) -> None:
+                      leader: np.ndarray, isr: np.ndarray, seeds: tuple, buckets: dict[int, Bucket]) -> None:
         """``image.apply`` and ``_partition`` of each PartitionChangeRecord at ``rows`` (positions in the
         stretch), grouped by partition: each field carried forward from the partition's state in the
         image (``merge_partition``), the track's leader and ISR before each record, its health flags after."""
@@ -424,32 +442,30 @@ class _Walker:
         group = np.cumsum(head) - 1  # the partition's index in ``seeds``
         starts = np.flatnonzero(head)
         ends = np.append(starts[1:], m) - 1
-        parts, tracks = seeds["parts"], seeds["tracks"]
-        new_leader, leader_set = _carried(leader[order], NO_LEADER_CHANGE, head, group,
-                                          np.asarray([p["leader"] for p in parts], np.int64))
-        new_isr, isr_set = _carried(isr[order], -1, head, group,
-                                    np.asarray([self._isr_code(tuple(p["isr"])) for p in parts], np.int64))
+        held, numbers = seeds
+        (seed_leader, seed_isr, track_leader, track_isr, replicas, elr, min_isr, leader_epoch,
+         partition_epoch) = numbers[:, :9].T
+        new_leader, leader_set = _carried(leader[order], NO_LEADER_CHANGE, head, group, seed_leader)
+        new_isr, isr_set = _carried(isr[order], -1, head, group, seed_isr)
         was_leader = np.empty(m, np.int64)
         was_leader[1:] = new_leader[:-1]
-        was_leader[starts] = [t.leader for t in tracks]
+        was_leader[starts] = track_leader
         was_isr = np.empty(m, np.int64)
         was_isr[1:] = new_isr[:-1]
-        was_isr[starts] = [self._isr_code(t.isr) for t in tracks]
+        was_isr[starts] = track_isr
         # health flags after each record (``_set_health``), and before it
-        sizes = np.asarray([len(i) for i in self.isrs], np.int64)[new_isr]
+        sizes = self._isr_sizes()[new_isr]
         registrations = self.image.brokers.registrations
         leaders = np.unique(new_leader[new_leader >= 0]).tolist()
         fenced = [registrations.get(b) is None or registrations[b]["fenced"] for b in leaders]
         unavailable = np.zeros(m, bool)
         if leaders:
             unavailable[new_leader >= 0] = np.asarray(fenced, bool)[np.searchsorted(leaders, new_leader[new_leader >= 0])]
-        min_isr = np.asarray([self._topic_min_isr(self.keys[c][0]) for c in seeds["codes"]], np.int64)[group]
-        replicas = np.asarray([len(p["replicas"]) for p in parts], np.int64)[group]
-        elr = np.asarray([bool(p["eligibleLeaderReplicas"]) for p in parts], bool)[group]
-        flags = np.stack([new_leader < 0, unavailable, sizes < min_isr, sizes < replicas, elr], axis=1)
+        flags = np.stack([new_leader < 0, unavailable, sizes < min_isr[group], sizes < replicas[group],
+                          elr[group].astype(bool)], axis=1)
         before = np.empty_like(flags)
         before[1:] = flags[:-1]
-        before[starts] = np.asarray(seeds["flags"], bool).reshape(-1, len(HEALTH))
+        before[starts] = numbers[:, 9:].astype(bool)
         delta = np.empty((m, len(HEALTH)), np.int64)
         delta[order] = flags.astype(np.int64) - before  # in log order
         # what the track sees (``_partition``)
@@ -460,37 +476,38 @@ class _Walker:
         # the image (``merge_partition`` of each in turn: the last value set, an epoch bump per record)
         bumps = np.cumsum(leader_set)
         epoch_after = bumps - (bumps - leader_set)[starts][group]  # leader epoch bumps up to each record
-        by_id = self.image.topics.by_id
         fields = (moved, shrank, grew, unclean)
         sums = [np.add.reduceat(f.astype(np.int64), starts).tolist() for f in fields]
-        lasts = zip(seeds["codes"], parts, tracks, new_leader[ends].tolist(), new_isr[ends].tolist(),
-                    (epoch_after[ends] + [p[LEADER_EPOCH] for p in parts]).tolist(), (ends - starts + 1).tolist(),
+        lasts = zip(held, new_leader[ends].tolist(), new_isr[ends].tolist(), (epoch_after[ends] + leader_epoch).tolist(),
+                    (ends - starts + 1 + partition_epoch).tolist(), replicas.tolist(),
                     *(np.logical_or.reduceat(x, starts).tolist() for x in (leader_set, isr_set, changed)),
                     *sums, map(tuple, flags[ends].tolist()), strict=True)
-        isrs, health = self.isrs, self.health
-        for code, part, track, lead, isr_z, epoch_z, count, led, isr_given, moved_any, *churn, final in lasts:
+        isrs, health, leader_of = self.isrs, self.health, self.leader_of
+        for ((_, k, partitions, part, track, old), lead, isr_z, epoch_z, epoch_p, size, led_set, isr_given, moved_any,
+             *churn, final) in lasts:
             new = dict(part)
-            if led:
+            if led_set:
                 new["leader"], new[LEADER_EPOCH] = lead, epoch_z
             if isr_given:
                 new["isr"] = list(isrs[isr_z])
-            new[PARTITION_EPOCH] = part[PARTITION_EPOCH] + count
-            tid, pid = k = self.keys[code]
-            by_id[tid]["partitions"][pid] = new
-            track.replicas = len(part["replicas"])
+            new[PARTITION_EPOCH] = epoch_p
+            partitions[k[1]] = new
+            track.replicas = size
             if moved_any:
                 track.leader, track.isr = lead, isrs[isr_z]
                 track.leader_changes += churn[0]
                 track.shrinks += churn[1]
                 track.expands += churn[2]
                 track.unclean += churn[3]
-            self._lead(k, lead)
-            if final != health[k]:
+            if leader_of.get(k) != lead:
+                self._lead(k, lead)
+            if final != old:
                 health[k] = final
+        tracks = [h[4] for h in held]
         at = rows[order]  # sorted row -> its place in the stretch
         self._fold_events(at, moved, was_leader, new_leader,
-                          np.asarray([p[LEADER_EPOCH] for p in parts], np.int64)[group] + epoch_after, unclean,
-                          offsets, ts, [t.name for t in tracks], group, seeds["codes"])
+                          leader_epoch[group] + epoch_after, unclean,
+                          offsets, ts, [t.name for t in tracks], group, [h[0] for h in held])
         self._fold_cells(at, changed & (slot[at] >= 0), group, slot, offsets, ts, sizes, new_leader, fields, tracks,
                          buckets)
         self._fold_health(rows, delta, offsets, ts, slot, buckets)
