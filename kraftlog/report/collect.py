@@ -126,7 +126,7 @@ class _Walker:
         self.entry_bucket: Bucket | None = None
         self.min_isrs: dict[str, int] = {}  # topic id -> min ISR, until a record that may move it
         self.values: list | None = None  # the walk whose values ``value_kinds`` describes
-        self.value_kinds: dict[int, tuple[int, int, int, int]] = {}  # value index -> (kind, key, leader, ISR)
+        self.value_kinds = np.zeros((0, 4), np.int64)  # per value of ``values``: kind, key, leader, ISR
         self.key_codes: dict[tuple[str, int], int] = {}  # partition -> its number in folds
         self.keys: list[tuple[str, int]] = []
         self.isr_codes: dict[tuple[int, ...], int] = {}  # ISR -> its number in folds
@@ -272,24 +272,19 @@ class _Walker:
 
     def _kinds(self, run: Records) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Per record: its kind, and for a PartitionChangeRecord the fold takes, its partition's number,
-        its leader (-2: unchanged) and its ISR's number (-1: unchanged)."""
+        its leader (-2: unchanged) and its ISR's number (-1: unchanged); each value of a walk told once."""
         if run.values is not self.values:
-            self.values, self.value_kinds = run.values, {}
             if len(self.keys) > _REGISTRY_MAX or len(self.isrs) > _REGISTRY_MAX:
                 self.key_codes, self.keys, self.isr_codes, self.isrs, self.isr_moves = {}, [], {}, [], {}
                 self.isr_sizes = np.zeros(0, np.int64)
-        known = self.value_kinds
-        distinct, inverse = np.unique(run.index, return_inverse=True)
-        rows = []
-        for k in distinct.tolist():
-            row = known.get(k)
-            if row is None:
-                row = known[k] = self._kind(run.values[k])
-            rows.append(row)
-        table = np.asarray(rows, np.int64).reshape(-1, 4)[inverse.ravel()]
+            self.values = run.values
+            self.value_kinds = np.asarray([self._kind(v) for v in run.values], np.int64).reshape(-1, 4)
+        table = self.value_kinds[run.index]
         return table[:, 0], table[:, 1], table[:, 2], table[:, 3]
 
     def _kind(self, rec: Any) -> tuple[int, int, int, int]:
+        if rec is None:  # a control record's: never in a run
+            return _OTHER, -1, 0, -1
         if FAST_NOOPS and is_no_op(rec):
             return _NOOP, -1, 0, -1
         change = change_of(rec)
