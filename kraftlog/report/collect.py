@@ -66,7 +66,8 @@ REMOVED_KEPT: int | None = TOP_PARTITIONS
 _PARTITION_KINDS = frozenset({"PARTITION_RECORD", "PARTITION_CHANGE_RECORD"})
 _NO_FLAGS = (False,) * len(HEALTH)  # a partition that is not there
 _OTHER, _NOOP, _CHANGE = 0, 1, 2  # what a record of a ``Records`` run is to ``add_records``
-_REGISTRY_MAX = 1 << 18  # partitions and ISRs named by number in folds, before the numbers start over
+_REGISTRY_MAX = 1 << 18
+_SEEN_MAX = 1 << 14  # decoded records whose kind is remembered across walks  # partitions and ISRs named by number in folds, before the numbers start over
 
 
 def collect(source: NodeDir | Log, *, limits: Limits = Limits(), max_buckets: int = MAX_BUCKETS,
@@ -127,6 +128,7 @@ class _Walker:
         self.min_isrs: dict[str, int] = {}  # topic id -> min ISR, until a record that may move it
         self.values: list | None = None  # the walk whose values ``value_kinds`` describes
         self.value_kinds = np.zeros((0, 4), np.int64)  # per value of ``values``: kind, key, leader, ISR
+        self.kinds_seen: dict[int, tuple[Any, tuple]] = {}  # id of a decoded record -> (it, its row)
         self.key_codes: dict[tuple[str, int], int] = {}  # partition -> its number in folds
         self.keys: list[tuple[str, int]] = []
         self.isr_codes: dict[tuple[int, ...], int] = {}  # ISR -> its number in folds
@@ -277,8 +279,17 @@ class _Walker:
             if len(self.keys) > _REGISTRY_MAX or len(self.isrs) > _REGISTRY_MAX:
                 self.key_codes, self.keys, self.isr_codes, self.isrs, self.isr_moves = {}, [], {}, [], {}
                 self.isr_sizes = np.zeros(0, np.int64)
+                self.kinds_seen.clear()
+            if len(self.kinds_seen) > _SEEN_MAX:
+                self.kinds_seen.clear()
+            seen, rows = self.kinds_seen, []
+            for v in run.values:  # a decoded record is shared across walks (``files.records._Recent``)
+                held = seen.get(id(v))  # the record is held with its row: its id is not reused meanwhile
+                if held is None:
+                    held = seen[id(v)] = (v, self._kind(v))
+                rows.append(held[1])
             self.values = run.values
-            self.value_kinds = np.asarray([self._kind(v) for v in run.values], np.int64).reshape(-1, 4)
+            self.value_kinds = np.asarray(rows, np.int64).reshape(-1, 4)
         table = self.value_kinds[run.index]
         return table[:, 0], table[:, 1], table[:, 2], table[:, 3]
 
