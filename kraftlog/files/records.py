@@ -55,8 +55,22 @@ class ReadProblems:
         self.messages.append(f"{lf.path.name}: {message}")
 
 
+class _Run:
+    """What runs of records of consecutive offsets have in common: ``offsets`` and the rest as columns."""
+
+    __slots__ = ()
+    offsets: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    @property
+    def last(self) -> int:
+        return int(self.offsets[-1])
+
+
 @dataclass(frozen=True, slots=True)
-class NoOps:
+class NoOps(_Run):
     """Records of consecutive offsets, each a NoOpRecord of the same bytes (``value``), as columns:
     replaying them only advances the image, so they need not become objects. ``entries()`` gives
     them one by one where a consumer must take them so (inside a metadata transaction)."""
@@ -65,13 +79,6 @@ class NoOps:
     offsets: np.ndarray
     timestamps: np.ndarray
     epochs: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.offsets)
-
-    @property
-    def last(self) -> int:
-        return int(self.offsets[-1])
 
     def part(self, lo: int, hi: int | None = None) -> "NoOps":
         """Records ``lo``..``hi`` (a slice) of the run."""
@@ -84,7 +91,7 @@ class NoOps:
 
 
 @dataclass(frozen=True, slots=True)
-class Records:
+class Records(_Run):
     """Metadata records of consecutive offsets as columns: record ``i`` is ``values[index[i]]`` (the
     walk's distinct values, each decoded once and shared: never changed by its callers).
     ``entries()`` gives them one by one."""
@@ -94,13 +101,6 @@ class Records:
     offsets: np.ndarray
     timestamps: np.ndarray
     epochs: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.offsets)
-
-    @property
-    def last(self) -> int:
-        return int(self.offsets[-1])
 
     def part(self, lo: int, hi: int | None = None) -> "Records":
         """Records ``lo``..``hi`` (a slice) of the run."""
