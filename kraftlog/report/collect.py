@@ -355,17 +355,18 @@ class _Walker:
         return a + int(np.argmax(wide)) if wide.any() else z
 
     def _seeds(self, keys: np.ndarray) -> tuple[list, np.ndarray] | None:
-        """Per partition the records change (by number, ascending): (key, its partitions' map, its state,
-        its track, its health flags), and as columns what the fold starts from (``_SEED``); None (the
-        partitions noted in ``skipped``) when one has no state, track or flags, as ``_partition`` then
-        takes another way."""
+        """Per partition the records change (by number, ascending): (number, key, its topic's partitions,
+        its state, its track, its health flags), and as columns what the fold starts from (state's leader and
+        ISR, track's leader and ISR, replicas, ELR set, min ISR, epochs, flags); None (the partitions noted
+        in ``skipped``) when one has no state, track or flags, as ``_partition`` then takes another way."""
         codes = np.unique(keys).tolist()
         names, by_id, tracks, health = self.keys, self.image.topics.by_id, self.model.partitions, self.health
         min_isrs, isr_codes = self.min_isrs, self.isr_codes
         held, numbers = [], []
         for code in codes:
             key = names[code]
-            topic = by_id.get(key[0])
+            tid = key[0]
+            topic = by_id.get(tid)
             partitions = topic["partitions"] if topic is not None else {}
             part = partitions.get(key[1])
             track = tracks.get(key)
@@ -375,13 +376,13 @@ class _Walker:
                 continue
             isr = tuple(part["isr"])
             isr_code = isr_codes.get(isr)
-            track_isr = isr_codes.get(track.isr)
-            min_isr = min_isrs.get(key[0])
+            track_isr = isr_code if track.isr == isr else isr_codes.get(track.isr)
+            min_isr = min_isrs.get(tid)
             held.append((code, key, partitions, part, track, old))
             numbers.append((part["leader"], self._isr_code(isr) if isr_code is None else isr_code, track.leader,
                             self._isr_code(track.isr) if track_isr is None else track_isr, len(part["replicas"]),
                             bool(part["eligibleLeaderReplicas"]),
-                            self._topic_min_isr(key[0]) if min_isr is None else min_isr, part[LEADER_EPOCH],
+                            self._topic_min_isr(tid) if min_isr is None else min_isr, part[LEADER_EPOCH],
                             part[PARTITION_EPOCH], *old))
         if len(held) < len(codes):
             return None
