@@ -66,8 +66,8 @@ REMOVED_KEPT: int | None = TOP_PARTITIONS
 _PARTITION_KINDS = frozenset({"PARTITION_RECORD", "PARTITION_CHANGE_RECORD"})
 _NO_FLAGS = (False,) * len(HEALTH)  # a partition that is not there
 _OTHER, _NOOP, _CHANGE = 0, 1, 2  # what a record of a ``Records`` run is to ``add_records``
-_REGISTRY_MAX = 1 << 18
-_SEEN_MAX = 1 << 14  # decoded records whose kind is remembered across walks  # partitions and ISRs named by number in folds, before the numbers start over
+_REGISTRY_MAX = 1 << 18  # partitions and ISRs named by number in folds, before the numbers start over
+_SEEN_MAX = 1 << 14  # decoded records whose kind is remembered across walks
 
 
 def collect(source: NodeDir | Log, *, limits: Limits = Limits(), max_buckets: int = MAX_BUCKETS,
@@ -280,6 +280,7 @@ class _Walker:
                 self.key_codes, self.keys, self.isr_codes, self.isrs, self.isr_moves = {}, [], {}, [], {}
                 self.isr_sizes = np.zeros(0, np.int64)
                 self.kinds_seen.clear()
+                self.skipped.clear()
             if len(self.kinds_seen) > _SEEN_MAX:
                 self.kinds_seen.clear()
             seen, rows = self.kinds_seen, []
