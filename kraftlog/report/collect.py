@@ -480,7 +480,7 @@ class _Walker:
         moved = new_leader != was_leader
         changed = moved | (new_isr != was_isr)
         shrank, grew = self._isr_moves_of(was_isr, new_isr, changed)
-        unclean = moved & (new_leader >= 0) & ~self._isr_holds(was_isr, new_leader, moved)
+        unclean = ~self._isr_holds(was_isr, new_leader, moved & (new_leader >= 0))
         # the image (``merge_partition`` of each in turn: the last value set, an epoch bump per record)
         bumps = np.cumsum(leader_set)
         epoch_after = bumps - (bumps - leader_set)[starts][group]  # leader epoch bumps up to each record
@@ -605,9 +605,10 @@ class _Walker:
         sel = np.flatnonzero(changed)
         if not len(sel):
             return shrank, grew
-        pairs, inverse = np.unique(np.stack([was[sel], new[sel]], axis=1), axis=0, return_inverse=True)
+        width = len(self.isrs)
+        pairs, inverse = np.unique(was[sel] * width + new[sel], return_inverse=True)  # one number per pair
         found = []
-        for a, b in pairs.tolist():
+        for a, b in zip(*(x.tolist() for x in divmod(pairs, width)), strict=True):
             move = self.isr_moves.get((a, b))
             if move is None:
                 before, after = set(self.isrs[a]), set(self.isrs[b])
@@ -618,12 +619,13 @@ class _Walker:
         return shrank, grew
 
     def _isr_holds(self, isr: np.ndarray, leader: np.ndarray, asked: np.ndarray) -> np.ndarray:
-        """Whether each asked record's leader is in the ISR it had before (others: True)."""
+        """Whether each asked record's leader (a broker) is in the ISR it had before (others: True)."""
         out = np.ones(len(isr), bool)
         sel = np.flatnonzero(asked)
         if len(sel):
-            pairs, inverse = np.unique(np.stack([isr[sel], leader[sel]], axis=1), axis=0, return_inverse=True)
-            holds = [b in self.isrs[a] for a, b in pairs.tolist()]
+            width = int(leader[sel].max()) + 1
+            pairs, inverse = np.unique(isr[sel] * width + leader[sel], return_inverse=True)
+            holds = [b in self.isrs[a] for a, b in zip(*(x.tolist() for x in divmod(pairs, width)), strict=True)]
             out[sel] = np.asarray(holds, bool)[inverse.ravel()]
         return out
 
