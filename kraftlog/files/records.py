@@ -92,24 +92,23 @@ class NoOps(_Run):
 
 @dataclass(frozen=True, slots=True)
 class Records(_Run):
-    """Metadata records of consecutive offsets as columns: record ``i`` is ``values[index[i]]`` (the
+    """Metadata records of consecutive offsets as columns: record ``i`` is ``decoded[kv[i]]`` (the
     walk's distinct values, each decoded once and shared: never changed by its callers).
     ``entries()`` gives them one by one."""
 
-    values: list[MetadataRecord | None]
-    index: np.ndarray
+    decoded: list[MetadataRecord | None]
+    kv: np.ndarray
     offsets: np.ndarray
     timestamps: np.ndarray
     epochs: np.ndarray
 
     def part(self, lo: int, hi: int | None = None) -> "Records":
         """Records ``lo``..``hi`` (a slice) of the run."""
-        return Records(self.values, self.index[lo:hi], self.offsets[lo:hi], self.timestamps[lo:hi],
+        return Records(self.decoded, self.kv[lo:hi], self.offsets[lo:hi], self.timestamps[lo:hi],
                        self.epochs[lo:hi])
 
     def entries(self) -> Iterator[Entry]:
-        values = self.values
-        return map(_new_entry, zip([values[k] for k in self.index.tolist()], self.offsets.tolist(),
+        return map(_new_entry, zip(map(self.decoded.__getitem__, self.kv.tolist()), self.offsets.tolist(),
                                    self.timestamps.tolist(), self.epochs.tolist(), strict=True))
 
 

@@ -275,7 +275,7 @@ class _Walker:
     def _kinds(self, run: Records) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Per record: its kind, and for a PartitionChangeRecord the fold takes, its partition's number,
         its leader (-2: unchanged) and its ISR's number (-1: unchanged); each value of a walk told once."""
-        if run.values is not self.values:
+        if run.decoded is not self.values:
             if len(self.keys) > _REGISTRY_MAX or len(self.isrs) > _REGISTRY_MAX:
                 self.key_codes, self.keys, self.isr_codes, self.isrs, self.isr_moves = {}, [], {}, [], {}
                 self.isr_sizes = np.zeros(0, np.int64)
@@ -284,14 +284,14 @@ class _Walker:
             if len(self.kinds_seen) > _SEEN_MAX:
                 self.kinds_seen.clear()
             seen, rows = self.kinds_seen, []
-            for v in run.values:  # a decoded record is shared across walks (``files.records._Recent``)
+            for v in run.decoded:  # a decoded record is shared across walks (``files.records._Recent``)
                 held = seen.get(id(v))  # the record is held with its row: its id is not reused meanwhile
                 if held is None:
                     held = seen[id(v)] = (v, self._kind(v))
                 rows.append(held[1])
-            self.values = run.values
+            self.values = run.decoded
             self.value_kinds = np.asarray(rows, np.int64).reshape(-1, 4)
-        table = self.value_kinds[run.index]
+        table = self.value_kinds[run.kv]
         return table[:, 0], table[:, 1], table[:, 2], table[:, 3]
 
     def _kind(self, rec: Any) -> tuple[int, int, int, int]:
