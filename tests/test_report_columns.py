@@ -189,7 +189,7 @@ def _literal_log(tmp_path: Path) -> Path:
 
 def test_the_fold_agrees_with_add_on_literal_records(tmp_path, monkeypatch):
     node = find_nodes(str(_literal_log(tmp_path)))[0]
-    blocks = [b for b in iter_items(node.segments[0], blocks=True) if type(b) is Block]
+    blocks = [b for b in iter_items(node.segments[0]) if type(b) is Block]
     controls = 0
     for b in blocks:  # a block's control records (kv past the walk's values) go the object way
         kind = collect_module._Walker(collect_module.Timeline("", "", 1, ""), ClusterImage(), 10, True)._kinds(b)[0]

@@ -16,7 +16,7 @@ import numpy as np
 from kraftlog.files.copies import Log
 from kraftlog.files.logdir import NodeDir
 from kraftlog.files.reader import Limits
-from kraftlog.files.records import NO_OP, Block, Entry, NoOps, ReadProblems, is_no_op
+from kraftlog.files.records import NO_OP, Block, Entry, ReadProblems, is_no_op
 from kraftlog.report.columns import CHANGE, LEADER_EPOCH, PARTITION_EPOCH, change_of
 from kraftlog.report.model import (
     HEALTH,
@@ -86,12 +86,9 @@ def collect(source: NodeDir | Log, *, limits: Limits = Limits(), max_buckets: in
                      described if single else f"{described}, {log.name}")
     walker = _Walker(model, image, max_buckets, redact)
     with rare_full_collections():  # a replay, as ``replay``'s
-        runs = "blocks" if FAST_COLUMNS else FAST_NOOPS
-        for entry in log_entries(log, start, limits, problems, apply_invalid, runs=runs):
+        for entry in log_entries(log, start, limits, problems, apply_invalid, runs="blocks" if FAST_COLUMNS else None):
             if type(entry) is Block:
                 walker.add_records(entry)
-            elif type(entry) is NoOps:
-                walker.add_no_ops(entry)
             else:
                 walker.add(entry)
     walker.finish()
@@ -235,24 +232,6 @@ class _Walker:
             self.pending.clear()
         elif (effect := self.effects.get(kind)) is not None:
             effect(e, rec.data, old)
-
-    def add_no_ops(self, run: NoOps) -> None:
-        """``add`` of each NoOp of the run: outside a transaction and below a new epoch, counted per
-        stretch of one bucket at once; a NoOp that begins an epoch, and any inside a transaction,
-        through ``add``."""
-        while len(run):
-            if self.epoch is None or self.image.transaction is not None:
-                for e in run.entries():
-                    self.add(e)
-                return
-            higher = run.epochs > self.epoch.epoch
-            n = int(np.argmax(higher)) if higher.any() else len(run)
-            if n:
-                self._count_no_ops(run.part(0, n))
-            if n == len(run):
-                return
-            self.add(next(run.part(n, n + 1).entries()))
-            run = run.part(n + 1)
 
     # -- records as columns --------------------------------------------------------------------
 
@@ -629,24 +608,10 @@ class _Walker:
             out[sel] = np.asarray(holds, bool)[inverse.ravel()]
         return out
 
-    def _count_no_ops(self, run: NoOps) -> None:
-        model = self.model
-        self.image.pass_over_all(run)
-        model.records += len(run)
-        model.type_totals[NO_OP] += len(run)
-        model.last_offset = run.last
-        ts = run.timestamps
-        slot = np.where(ts > 0, ts // model.width, -1)  # records of one slot stay in one as buckets widen
-        cuts = (np.flatnonzero(slot[1:] != slot[:-1]) + 1).tolist()
-        offsets = run.offsets.tolist()
-        for a, z in zip([0, *cuts], [*cuts, len(run)], strict=True):
-            self._count(int(ts[a]), offsets[a], NO_OP, z - a, offsets[z - 1])
-
-    def _count(self, ts: int, offset: int, kind: str, n: int = 1, last: int | None = None) -> Bucket | None:
-        """Count ``n`` records of ``kind`` from ``offset`` to ``last`` (one bucket's) at time ``ts``;
-        their bucket (None: untimed)."""
+    def _count(self, ts: int, offset: int, kind: str) -> Bucket | None:
+        """Count a record of ``kind`` at ``offset`` and time ``ts``; its bucket (None: untimed)."""
         if ts <= 0:
-            self.model.untimed += n
+            self.model.untimed += 1
             return None
         buckets = self.model.buckets
         bucket = buckets.get(ts // self.model.width)
@@ -662,9 +627,9 @@ class _Walker:
             bucket = buckets.get(idx)
             if bucket is None:
                 bucket = buckets[idx] = Bucket(offset, offset)
-        bucket.records += n
-        bucket.last_offset = offset if last is None else last
-        bucket.types[kind] += n
+        bucket.records += 1
+        bucket.last_offset = offset
+        bucket.types[kind] += 1
         return bucket
 
     def _widen(self) -> None:
