@@ -1,10 +1,11 @@
 """Runs of NoOps (issue 18): what the columnar walk gives the commands (``records.iter_items``,
-``Log.entries(runs=True)``, ``dump --stats``) is, record for record and problem for problem, what
-the reader gives; replay over runs reaches the images replay over entries reaches."""
+``Log.entries(runs="blocks")``, ``dump --stats``) is, record for record and problem for problem, what
+the reader gives; replay over blocks reaches the images replay over entries reaches."""
 
 import functools
 import importlib
 import io
+import itertools
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from kraftlog.files.copies import NO_END, Log, Piece
 from kraftlog.files.logdir import find_nodes
 from kraftlog.files.paths import classify
 from kraftlog.files.reader import Limits
-from kraftlog.files.records import Block, NoOps, ReadProblems, iter_entries, iter_items
+from kraftlog.files.records import Block, ReadProblems, iter_entries, iter_items
 from kraftlog.report import write_report
 from kraftlog.state.replay import replay
 
@@ -26,7 +27,7 @@ from kraftlog.state.replay import replay
 def _flat(items) -> list:
     out = []
     for x in items:
-        out += list(x.entries()) if type(x) in (NoOps, Block) else [x]
+        out += list(x.entries()) if type(x) is Block else [x]
     return out
 
 
@@ -54,40 +55,38 @@ def files(quiet_log, tmp_path_factory) -> list[Path]:  # noqa: F811
             *(tmp / name / quiet_log.name / segs[0].name for name in damaged), _special_batches(tmp)]
 
 
-def _both(lf, blocks: bool = False, **kw) -> tuple[list, ReadProblems, list, ReadProblems]:
+def _both(lf, **kw) -> tuple[list, ReadProblems, list, ReadProblems]:
     fast, slow = ReadProblems(), ReadProblems()
-    items = list(iter_items(lf, Limits(), fast, blocks=blocks, **kw))
+    items = list(iter_items(lf, Limits(), fast, **kw))
     return items, fast, list(iter_entries(lf, Limits(), slow, **kw)), slow
 
 
-@pytest.mark.parametrize("blocks", [False, True], ids=["runs", "blocks"])
 @pytest.mark.parametrize("walks", ["default", "small"])
-def test_items_are_the_readers_entries(files, walks, blocks, request):
+def test_items_are_the_readers_entries(files, walks, request):
     if walks == "small":
         request.getfixturevalue("small_walks")
     runs = 0
-    kind = Block if blocks else NoOps
     for path in files:
         lf = classify(path)
         entries = list(iter_entries(lf, Limits(), ReadProblems()))
         middle = entries[len(entries) // 2].offset
         for kw in ({}, {"stop_at_invalid": True}, {"start": middle}, {"until": middle, "stop_at_invalid": True},
                    {"start": middle - 3, "until": middle + 7}):
-            items, fast, expected, slow = _both(lf, blocks, **kw)
+            items, fast, expected, slow = _both(lf, **kw)
             assert _flat(items) == expected, (path, kw)
             assert (fast.messages, fast.stopped_at) == (slow.messages, slow.stopped_at), (path, kw)
-            runs += sum(type(x) is kind for x in items)
-            assert all(len(x) and (x.offsets[1:] == x.offsets[:-1] + 1).all() for x in items if type(x) is kind)
+            runs += sum(type(x) is Block for x in items)
+            assert all(len(x) and (x.offsets[1:] == x.offsets[:-1] + 1).all() for x in items if type(x) is Block)
             for x in items:  # a block's active records are its records that are not NoOps
                 if type(x) is Block:
                     assert x.active.tolist() == [not records.is_no_op(e.record) for e in x.entries()]
-    assert runs > (100 if kind is NoOps else 10)
+    assert runs > 10
 
 
 def test_damaged_files_take_the_readers_way_from_where_the_walk_was_clean(files, small_walks):
     for path in files[-4:-1]:
         items, fast, expected, slow = _both(classify(path))
-        assert type(items[0]) is NoOps or any(type(x) is NoOps for x in items[:50]), path  # the walk began
+        assert type(items[0]) is Block, path  # the walk began
         assert _flat(items) == expected and fast.messages == slow.messages and fast.messages, path
 
 
@@ -96,55 +95,61 @@ def test_damaged_files_take_the_readers_way_from_where_the_walk_was_clean(files,
 def test_items_on_the_real_corpus(path):
     if path is None:
         pytest.skip("the shared corpus (../shared/corpus) is absent")
-    for blocks in (False, True):
-        items, fast, expected, slow = _both(classify(path), blocks)
-        assert _flat(items) == expected and fast.messages == slow.messages
+    items, fast, expected, slow = _both(classify(path))
+    assert _flat(items) == expected and fast.messages == slow.messages
 
 
 def _gapped(quiet_log) -> tuple[Log, int, int]:  # noqa: F811
-    """The quiet log read as two pieces with a gap between them (the first piece ends inside a run)."""
+    """The quiet log read as two pieces with a gap between them (the first piece ends inside a run of
+    NoOps)."""
     node = find_nodes(str(quiet_log))[0]
     entries = list(iter_entries(node.segments[0], Limits()))
-    runs = [x for x in iter_items(node.segments[0]) if type(x) is NoOps and len(x) > 1]
-    a, b = int(runs[len(runs) // 3].offsets[0]), entries[len(entries) // 2].offset
+    inside = [e.offset for e, f in itertools.pairwise(entries) if records.is_no_op(e.record) and records.is_no_op(f.record)]
+    a, b = inside[len(inside) // 3], entries[len(entries) // 2].offset
     return Log(node.cluster_id, [node], [Piece(node, 0, a), Piece(node, b, NO_END)], []), a, b
 
 
-@pytest.mark.parametrize("runs", [True, "blocks"])
-def test_log_entries_in_runs_are_its_entries(quiet_log, small_walks, runs):  # noqa: F811
+def test_log_entries_in_blocks_are_its_entries(quiet_log, small_walks):  # noqa: F811
     log, a, b = _gapped(quiet_log)
     said = {}
     for start in (0, a - 3, a, b + 2):
         fast, slow = ReadProblems(), ReadProblems()
-        items = list(log.entries(start, Limits(), fast, runs=runs))
+        items = list(log.entries(start, Limits(), fast, runs="blocks"))
         assert _flat(items) == list(log.entries(start, Limits(), slow))
         assert fast.messages == slow.messages
-        assert any(type(x) is (NoOps if runs is True else Block) for x in items)
+        assert any(type(x) is Block for x in items)
         said[start] = fast.messages
     assert said[0] == [f"offsets {a + 1}-{b - 1} are missing from the log"] and said[b + 2] == []
 
 
-def test_a_piece_ending_inside_a_batch_of_noops_cuts_the_run(tmp_path):
+def test_a_piece_ending_inside_a_batch_of_noops_cuts_the_block(tmp_path):
     """Offsets 3 and 4 are one batch of two NoOps: a piece ending at 3 gives its first only."""
     _special_batches(tmp_path)
     node = find_nodes(str(tmp_path))[0]
     log = Log(None, [node], [Piece(node, 0, 3), Piece(node, 5, NO_END)], [])
     fast, slow = ReadProblems(), ReadProblems()
-    items = list(log.entries(0, Limits(), fast, runs=True))
-    assert [x.offsets.tolist() for x in items if type(x) is NoOps][:2] == [[0, 1, 2, 3], [6]]
+    items = list(log.entries(0, Limits(), fast, runs="blocks"))
+    assert [x.offsets.tolist() for x in items if type(x) is Block][:2] == [[0, 1, 2, 3], [5, 6, 7, 8, 9, 10, 11]]
     assert _flat(items) == list(log.entries(0, Limits(), slow))
     assert fast.messages == slow.messages == ["offsets 4-4 are missing from the log"]
 
 
-@pytest.mark.parametrize("runs", [True, "blocks"])
-def test_replay_over_runs_is_replay_over_entries(quiet_log, small_walks, runs):  # noqa: F811
+def test_log_entries_refuse_runs_other_than_blocks(tmp_path):
+    _special_batches(tmp_path)
+    log = Log.of(find_nodes(str(tmp_path))[0])
+    for runs in (True, "noops", "Blocks"):
+        with pytest.raises(ValueError, match="runs must be None or 'blocks'"):
+            next(log.entries(0, Limits(), ReadProblems(), runs=runs))
+
+
+def test_replay_over_blocks_is_replay_over_entries(quiet_log, small_walks):  # noqa: F811
     log, a, b = _gapped(quiet_log)
     entries = list(log.entries(0, Limits(), ReadProblems()))
     times = [e.timestamp for e in entries]
     points = [(None, None), (a, None), (a + 5, None), (b + 1, None), (entries[-1].offset + 10, None),
               (None, times[len(times) // 4]), (None, times[len(times) // 4] + 1), (b + 40, times[-1] - 1)]
     for until, until_time in points:
-        fast = replay(log.entries(0, Limits(), ReadProblems(), runs=runs), until=until, until_time=until_time)
+        fast = replay(log.entries(0, Limits(), ReadProblems(), runs="blocks"), until=until, until_time=until_time)
         slow = replay(iter(list(entries)), until=until, until_time=until_time)
         assert fast.image.to_json() == slow.image.to_json(), (until, until_time)
         assert (fast.records, fast.last_read, fast.image.provenance, fast.image.problems) == \
@@ -215,12 +220,11 @@ def test_report_and_replay_of_odd_noop_runs(tmp_path, monkeypatch, small_walks):
     entries = list(Log.of(node).entries(0, Limits(), ReadProblems()))
     for until in range(len(entries) + 1):
         slow = replay(iter(entries), until=until)
-        for runs in (True, "blocks"):
-            fast = replay(Log.of(node).entries(0, Limits(), ReadProblems(), runs=runs), until=until)
-            assert (fast.image.to_json(), fast.image.provenance, fast.open_transaction, fast.image.raft.leader_epoch,
-                    fast.records, fast.last_read) == \
-                (slow.image.to_json(), slow.image.provenance, slow.open_transaction, slow.image.raft.leader_epoch,
-                 slow.records, slow.last_read), (until, runs)
+        fast = replay(Log.of(node).entries(0, Limits(), ReadProblems(), runs="blocks"), until=until)
+        assert (fast.image.to_json(), fast.image.provenance, fast.open_transaction, fast.image.raft.leader_epoch,
+                fast.records, fast.last_read) == \
+            (slow.image.to_json(), slow.image.provenance, slow.open_transaction, slow.image.raft.leader_epoch,
+             slow.records, slow.last_read), until
 
 
 def test_a_file_the_walk_cannot_open_is_the_readers_problem(tmp_path):

@@ -48,10 +48,9 @@ def _nodes() -> list:
     return [node for root in roots for node in find_nodes(root) if node.segments]
 
 
-@pytest.mark.parametrize("runs", [True, "blocks"])
 @pytest.mark.parametrize("node", _nodes(), ids=lambda n: str(n.log_dir))
-def test_apply_by_api_key_is_the_general_path_on_real_logs(node, runs):
-    fast = replay(Log.of(node).entries(0, Limits(), ReadProblems(), runs=runs))
+def test_apply_by_api_key_is_the_general_path_on_real_logs(node):
+    fast = replay(Log.of(node).entries(0, Limits(), ReadProblems(), runs="blocks"))
     general = replay(Log.of(node).entries(0, Limits(), ReadProblems()), _General())
     assert fast.records == general.records > 0
     _same(fast.image, general.image)

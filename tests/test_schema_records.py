@@ -541,7 +541,7 @@ def test_the_walk_and_the_reader_share_one_cache(fresh_cache, tmp_path):
     seg.parent.mkdir()
     seg.write_bytes(data_batch(values, 0, 0, 0))
     lf = LogFile(seg, "segment", 0)
-    walked = [e.record for e in iter_items(lf)]
+    walked = [e.record for block in iter_items(lf) for e in block.entries()]
     read = [e.record for e in iter_entries(lf)]
     assert [r.data["id"] for r in walked] == [0, 1, 2]
     assert all(a is b is decode_metadata(v) for a, b, v in zip(walked, read, values, strict=True))

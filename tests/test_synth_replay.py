@@ -153,7 +153,7 @@ def test_replay_reads_no_segment_that_ends_before_its_snapshot(monkeypatch):
     assert len(node.segments) > 2 and node.segments[-1].offset < node.snapshots[-1].offset
     whole = rb.rebuild(node, offset=target, base="none").image.to_json()
     read = []
-    for name in ("iter_entries", "iter_items"):  # replay reads by ``iter_items`` (NoOp runs), others by entries
+    for name in ("iter_entries", "iter_items"):  # replay reads by ``iter_items`` (blocks), others by entries
         real = getattr(copies, name)
         monkeypatch.setattr(copies, name, lambda lf, *a, _real=real, **k: (read.append(lf.path.name),
                                                                            _real(lf, *a, **k))[1])

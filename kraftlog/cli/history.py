@@ -8,7 +8,7 @@ import numpy as np
 
 from kraftlog.cli import main, target
 from kraftlog.cli.render import dumps, iso_time
-from kraftlog.files.records import Block, Entry, NoOps, ReadProblems
+from kraftlog.files.records import Block, Entry, ReadProblems
 from kraftlog.schema import MetadataRecord, entity_of
 from kraftlog.schema.entity import fields_of
 from kraftlog.schema.metadata import BY_TYPE_NAME
@@ -65,8 +65,8 @@ class _Matcher:
 
     def __call__(self, rec: MetadataRecord) -> bool:
         """``_match``, remembered per record object: a log repeats its records' values, and a value is
-        decoded once into one record (``files.records._Recent``). Two generations of ``_ANSWERS`` records,
-        as ``_Recent`` keeps its values (an answer found in the old one moves to the new); an answer holds
+        decoded once into one record (``decode_metadata``'s cache). Two generations of ``_ANSWERS`` records
+        (an answer found in the old one moves to the new); an answer holds
         until a topic id is added."""
         seen = self._answers.get(id(rec))
         if seen is not None and seen[0] is rec:
@@ -173,9 +173,6 @@ def _changes(args, log, start: int, limits, problems: ReadProblems, image: Clust
                 changes.after(e)
                 continue
             last = e.last
-            if type(e) is NoOps:  # no NoOp is about an entity
-                image.pass_over_all(e)
-                continue
             done = 0
             for i in changes.marked(e):
                 image.apply_block(e.part(done, i + 1))

@@ -10,7 +10,6 @@ log (two clusters that share a cluster id): they are kept apart as separate line
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +18,7 @@ from kraftlog.files.coverage import Divergence, compare_copies, identical
 from kraftlog.files.logdir import NodeDir
 from kraftlog.files.paths import LogFile
 from kraftlog.files.reader import Limits, Region, read_log_file
-from kraftlog.files.records import Block, Entry, NoOps, ReadProblems, iter_entries, iter_items
+from kraftlog.files.records import Block, Entry, ReadProblems, iter_entries, iter_items
 
 #: Past every offset: the open end of a copy read as it is.
 NO_END = 1 << 62
@@ -160,11 +159,13 @@ class Log:
         return lines + self.notes
 
     def entries(self, start: int, limits: Limits, problems: ReadProblems,
-                apply_invalid: bool = False, runs: bool | str = False) -> Iterator[Entry | NoOps | Block]:
+                apply_invalid: bool = False, runs: str | None = None) -> Iterator[Entry | Block]:
         """Records from offset ``start`` on, noting a gap where offsets jump. A batch that fails
         its CRC ends the log there (Kafka truncates the log at it on recovery) unless
-        ``apply_invalid``; ``problems.stopped_at`` says where. ``runs``: runs of NoOpRecords come as
-        ``NoOps`` (``records.iter_items``); ``"blocks"``: clean walks come as ``Block`` columns."""
+        ``apply_invalid``; ``problems.stopped_at`` says where. ``runs="blocks"``: clean walks come as
+        ``Block`` columns (``records.iter_items``)."""
+        if runs not in (None, "blocks"):
+            raise ValueError(f"runs must be None or 'blocks', not {runs!r}")
         expected = start
         for piece in self.pieces:
             if piece.hi < start:
@@ -181,7 +182,7 @@ class Log:
                     expected = first + 1
                     yield e
                     continue
-                within = hi - first + 1  # offsets of a run (or block) are consecutive
+                within = hi - first + 1  # offsets of a block are consecutive
                 cut = len(e) > within
                 e = e.part(0, within) if cut else e
                 expected = e.last + 1
@@ -193,7 +194,7 @@ class Log:
 
 
 def _node_entries(node: NodeDir, start: int, until: int, limits: Limits, problems: ReadProblems,
-                  apply_invalid: bool, runs: bool | str = False) -> Iterator[Entry | NoOps | Block]:
+                  apply_invalid: bool, runs: str | None = None) -> Iterator[Entry | Block]:
     """A copy's records from ``start`` on. A segment whose successor is named at or below ``start``
     holds only earlier offsets (a segment's name is its base offset, as Kafka has it): not read."""
     segments = node.segments
@@ -202,7 +203,7 @@ def _node_entries(node: NodeDir, start: int, until: int, limits: Limits, problem
             continue
         if seg.offset > until:
             return
-        read = functools.partial(iter_items, blocks=runs == "blocks") if runs else iter_entries
+        read = iter_items if runs else iter_entries
         yield from read(seg, limits, problems, start=start, stop_at_invalid=not apply_invalid, until=until)
         if problems.stopped_at is not None:
             return

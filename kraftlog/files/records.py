@@ -54,34 +54,6 @@ class ReadProblems:
 
 
 @dataclass(frozen=True, slots=True)
-class NoOps:
-    """Records of consecutive offsets, each a NoOpRecord of the same bytes (``value``), as columns:
-    replaying them only advances the image, so they need not become objects. ``entries()`` gives
-    them one by one where a consumer must take them so (inside a metadata transaction)."""
-
-    value: bytes
-    offsets: np.ndarray
-    timestamps: np.ndarray
-    epochs: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.offsets)
-
-    @property
-    def last(self) -> int:
-        return int(self.offsets[-1])
-
-    def part(self, lo: int, hi: int | None = None) -> "NoOps":
-        """Records ``lo``..``hi`` (a slice) of the run."""
-        return NoOps(self.value, self.offsets[lo:hi], self.timestamps[lo:hi], self.epochs[lo:hi])
-
-    def entries(self) -> Iterator[Entry]:
-        for offset, timestamp, epoch in zip(self.offsets.tolist(), self.timestamps.tolist(), self.epochs.tolist(),
-                                            strict=True):
-            yield Entry(decode_metadata(self.value), offset, timestamp, epoch)
-
-
-@dataclass(frozen=True, slots=True)
 class Block:
     """Records of consecutive offsets from one clean walk, as columns: record ``i`` is
     ``decoded[kv[i]]`` at ``offsets[i]``, with its batch's time and leader epoch. ``active`` marks the
@@ -118,23 +90,22 @@ class Block:
 
 def iter_items(
     lf: LogFile, limits: Limits = Limits(), problems: ReadProblems | None = None, start: int = -1,
-    stop_at_invalid: bool = False, until: int | None = None, blocks: bool = False,
-) -> Iterator[Entry | NoOps | Block]:
-    """``iter_entries``, with runs of NoOpRecords as ``NoOps`` (``blocks``: a clean walk's records as
-    ``Block`` columns instead), read by the columnar walk (``files.walk``) where the file is local and
-    every batch up to ``until`` is whole, CRC-valid and readable; at the first walk of batches that is
-    not (a region, a CRC mismatch, a batch error), the reader takes over from where the last clean walk
-    ended, so problems are the reader's."""
+    stop_at_invalid: bool = False, until: int | None = None,
+) -> Iterator[Entry | Block]:
+    """``iter_entries``, with a clean walk's records as ``Block`` columns, read by the columnar walk
+    (``files.walk``) where the file is local and every batch up to ``until`` is whole, CRC-valid and
+    readable; at the first walk of batches that is not (a region, a CRC mismatch, a batch error), the
+    reader takes over from where the last clean walk ended, so problems are the reader's."""
     if not isinstance(lf.path, Path):  # a store's file: the reader's way
         yield from iter_entries(lf, limits, problems, start, stop_at_invalid, until)
         return
-    resume = yield from _walked(lf, limits, start, until, _blocks if blocks else _items)
+    resume = yield from _walked(lf, limits, start, until)
     if resume is not None:
         yield from iter_entries(lf, limits, problems, start, stop_at_invalid, until, at=resume)
 
 
-def _walked(lf: LogFile, limits: Limits, start: int, until: int | None, items):
-    """The clean walks' items; returns the position the reader takes over at (None: the file is done)."""
+def _walked(lf: LogFile, limits: Limits, start: int, until: int | None):
+    """The clean walks' blocks; returns the position the reader takes over at (None: the file is done)."""
     end = 1 << 62 if until is None else until
     want = None if start <= 0 and until is None else [(max(start, 0), end)]
     resume = 0
@@ -155,51 +126,20 @@ def _walked(lf: LogFile, limits: Limits, start: int, until: int | None, items):
                     or w.errors[:stop].count(None) != stop):
                 return resume
             if stop < w.count:
-                yield from items(w, stop, start)
+                yield from _blocks(w, stop, start)
                 return None
-            yield from items(w, stop, start)
+            yield from _blocks(w, stop, start)
             if w.count:
                 resume = int(w.positions[-1]) + int(h["batchLength"][-1]) + LOG_OVERHEAD
     finally:
         walks.close()  # the file, at once
 
 
-def _items(w, stop: int, start: int) -> Iterator[Entry | NoOps]:
-    """The records of a clean walk's first ``stop`` batches at or after ``start``; a metadata value is
-    decoded once per walk, and its record shared across walks and files (``decode_metadata``'s cache)."""
-    keep = (w.rec_batch < stop) & (w.rec_offset >= start)
-    batch, offsets, timestamps, kv = w.rec_batch[keep], w.rec_offset[keep], w.rec_timestamp[keep], w.rec_kv[keep]
-    if not len(batch):
-        return
-    h = w.header
-    control = ((h["attributes"] & CONTROL_BIT) != 0)[batch]
-    epochs = h["partitionLeaderEpoch"][batch].astype(np.int64)
-    decoded: dict[int, MetadataRecord] = {}  # kv index -> its record
-    no_op = np.zeros(len(w.kv), bool)
-    for k in np.unique(kv[~control]).tolist():
-        rec = decoded[k] = decode_metadata(w.kv[k][1] or b"")
-        no_op[k] = is_no_op(rec)
-    run_key = np.where(no_op[kv] & ~control, kv, -1)
-    same = (run_key[1:] == run_key[:-1]) & (offsets[1:] == offsets[:-1] + 1) & (run_key[1:] >= 0)
-    starts = np.flatnonzero((run_key >= 0) & np.concatenate([[True], ~same]))
-    ends = (np.flatnonzero((run_key >= 0) & np.concatenate([~same, [True]])) + 1).tolist()
-    single = np.flatnonzero(run_key < 0)  # the records outside runs, as entries made one by one in C: made
-    # ahead, a walk's entries would be thousands of young objects for the garbage collector to visit
-    recs = [_control(*w.kv[k]) if c else decoded[k]
-            for k, c in zip(kv[single].tolist(), control[single].tolist(), strict=True)]
-    entries = map(_new_entry, zip(recs, offsets[single].tolist(), timestamps[single].tolist(),
-                                  epochs[single].tolist(), strict=True))
-    at = 0
-    for a, z, cut in zip(starts.tolist(), ends, np.searchsorted(single, starts).tolist(), strict=True):
-        yield from itertools.islice(entries, cut - at)
-        yield NoOps(w.kv[int(kv[a])][1], offsets[a:z], timestamps[a:z], epochs[a:z])
-        at = cut
-    yield from entries
-
-
 def _blocks(w, stop: int, start: int) -> Iterator[Block]:
-    """``_items`` as ``Block`` columns, cut where offsets jump (a block's offsets are consecutive). A
-    metadata value is decoded once (``decode_metadata``'s cache), a control record's at ``len(w.kv)`` + its kv index."""
+    """The records of a clean walk's first ``stop`` batches at or after ``start``, as ``Block`` columns cut
+    where offsets jump (a block's offsets are consecutive). A metadata value is decoded once per walk, and its
+    record shared across walks and files (``decode_metadata``'s cache); a control record's at ``len(w.kv)`` +
+    its kv index."""
     keep = (w.rec_batch < stop) & (w.rec_offset >= start)
     batch, offsets = w.rec_batch[keep], w.rec_offset[keep]
     if not len(batch):

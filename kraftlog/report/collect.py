@@ -16,7 +16,8 @@ import numpy as np
 from kraftlog.files.copies import Log
 from kraftlog.files.logdir import NodeDir
 from kraftlog.files.reader import Limits
-from kraftlog.files.records import NO_OP, Entry, NoOps, ReadProblems, is_no_op
+from kraftlog.files.records import NO_OP, Block, Entry, ReadProblems, is_no_op
+from kraftlog.report.columns import CHANGE, LEADER_EPOCH, PARTITION_EPOCH, change_of
 from kraftlog.report.model import (
     HEALTH,
     BrokerLane,
@@ -42,6 +43,7 @@ from kraftlog.state.image import ABORT, END, ClusterImage
 from kraftlog.state.quotas import entity_key, entity_of
 from kraftlog.state.rebuild import as_log, earliest_base, log_entries, starting_point
 from kraftlog.state.replay import rare_full_collections
+from kraftlog.state.topics import NO_LEADER_CHANGE
 
 #: Most time buckets a report keeps; the page draws one column per bucket.
 MAX_BUCKETS = 240
@@ -54,12 +56,18 @@ MIN_ISR = "min.insync.replicas"
 KAFKA_MIN_ISR = 1
 #: Whether NoOps outside a transaction take the short way (tests compare both ways).
 FAST_NOOPS = True
+#: Whether NoOps and the PartitionChangeRecords ``columns`` takes are folded as columns (``add_records``;
+#: tests compare both ways).
+FAST_COLUMNS = True
 #: Removed partitions kept at most (those of most churn; None: all): the page draws TOP_PARTITIONS,
 #: and a removed partition's churn is final, so the rest can go as topics come and go.
 REMOVED_KEPT: int | None = TOP_PARTITIONS
 #: Records that change partitions only: no config, broker or epoch a partition's health reads.
 _PARTITION_KINDS = frozenset({"PARTITION_RECORD", "PARTITION_CHANGE_RECORD"})
 _NO_FLAGS = (False,) * len(HEALTH)  # a partition that is not there
+_OTHER, _NOOP, _CHANGE = 0, 1, 2  # what a record of a ``Block`` is to ``add_records``
+_REGISTRY_MAX = 1 << 18  # partitions and ISRs named by number in folds, before the numbers start over
+_SEEN_MAX = 1 << 14  # decoded records whose kind is remembered across walks
 
 
 def collect(source: NodeDir | Log, *, limits: Limits = Limits(), max_buckets: int = MAX_BUCKETS,
@@ -78,9 +86,9 @@ def collect(source: NodeDir | Log, *, limits: Limits = Limits(), max_buckets: in
                      described if single else f"{described}, {log.name}")
     walker = _Walker(model, image, max_buckets, redact)
     with rare_full_collections():  # a replay, as ``replay``'s
-        for entry in log_entries(log, start, limits, problems, apply_invalid, runs=FAST_NOOPS):
-            if type(entry) is NoOps:
-                walker.add_no_ops(entry)
+        for entry in log_entries(log, start, limits, problems, apply_invalid, runs="blocks" if FAST_COLUMNS else None):
+            if type(entry) is Block:
+                walker.add_records(entry)
             else:
                 walker.add(entry)
     walker.finish()
@@ -115,6 +123,16 @@ class _Walker:
         self.entry: Entry | None = None  # the record being added, and its bucket
         self.entry_bucket: Bucket | None = None
         self.min_isrs: dict[str, int] = {}  # topic id -> min ISR, until a record that may move it
+        self.values: list | None = None  # the walk whose values ``value_kinds`` describes
+        self.value_kinds = np.zeros((0, 4), np.int64)  # per value of ``values``: kind, key, leader, ISR
+        self.kinds_seen: dict[int, tuple[Any, tuple]] = {}  # id of a decoded record -> (it, its row)
+        self.key_codes: dict[tuple[str, int], int] = {}  # partition -> its number in folds
+        self.keys: list[tuple[str, int]] = []
+        self.isr_codes: dict[tuple[int, ...], int] = {}  # ISR -> its number in folds
+        self.isrs: list[tuple[int, ...]] = []
+        self.isr_sizes = np.zeros(0, np.int64)
+        self.isr_moves: dict[tuple[int, int], tuple[bool, bool]] = {}  # (old, new ISR) -> shrank, grew
+        self.skipped: set[int] = set()  # partitions a fold cannot take until the next record added
         model.start_topics = len(self.topic_names)
         model.start_metadata_version = image.features.levels.get(METADATA_VERSION)
         for tid, topic in image.topics.by_id.items():
@@ -215,42 +233,385 @@ class _Walker:
         elif (effect := self.effects.get(kind)) is not None:
             effect(e, rec.data, old)
 
-    def add_no_ops(self, run: NoOps) -> None:
-        """``add`` of each NoOp of the run: outside a transaction and below a new epoch, counted per
-        stretch of one bucket at once; a NoOp that begins an epoch, and any inside a transaction,
-        through ``add``."""
-        while len(run):
-            if self.epoch is None or self.image.transaction is not None:
-                for e in run.entries():
-                    self.add(e)
-                return
-            higher = run.epochs > self.epoch.epoch
-            n = int(np.argmax(higher)) if higher.any() else len(run)
-            if n:
-                self._count_no_ops(run.part(0, n))
-            if n == len(run):
-                return
-            self.add(next(run.part(n, n + 1).entries()))
-            run = run.part(n + 1)
+    # -- records as columns --------------------------------------------------------------------
 
-    def _count_no_ops(self, run: NoOps) -> None:
-        model = self.model
-        self.image.pass_over_all(run)
-        model.records += len(run)
-        model.type_totals[NO_OP] += len(run)
-        model.last_offset = run.last
-        ts = run.timestamps
-        slot = np.where(ts > 0, ts // model.width, -1)  # records of one slot stay in one as buckets widen
-        cuts = (np.flatnonzero(slot[1:] != slot[:-1]) + 1).tolist()
-        offsets = run.offsets.tolist()
-        for a, z in zip([0, *cuts], [*cuts, len(run)], strict=True):
-            self._count(int(ts[a]), offsets[a], NO_OP, z - a, offsets[z - 1])
+    def add_records(self, run: Block) -> None:
+        """``add`` of each record of the run: stretches of NoOps and of the PartitionChangeRecords
+        ``columns`` takes, outside a transaction, below a new epoch and within the buckets' span, are
+        folded at once (``_fold``); any other record goes through ``add``."""
+        kind, key, leader, isr = self._kinds(run)
+        a, n = 0, len(run)
+        while a < n:
+            z, seeds = self._stretch(run, a, kind, key)
+            if z > a:
+                self._fold(run, a, z, kind[a:z], key[a:z], leader[a:z], isr[a:z], seeds)
+                a = z
+                continue
+            self.add(run.entry(a))
+            self.skipped.clear()
+            a += 1
 
-    def _count(self, ts: int, offset: int, kind: str, n: int = 1, last: int | None = None) -> Bucket | None:
-        """Count ``n`` records of ``kind`` from ``offset`` to ``last`` (one bucket's) at time ``ts``;
-        their bucket (None: untimed)."""
+    def _kinds(self, run: Block) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Per record: its kind, and for a PartitionChangeRecord the fold takes, its partition's number,
+        its leader (-2: unchanged) and its ISR's number (-1: unchanged); each value of a walk told once."""
+        if run.decoded is not self.values:
+            if len(self.keys) > _REGISTRY_MAX or len(self.isrs) > _REGISTRY_MAX:
+                self.key_codes, self.keys, self.isr_codes, self.isrs, self.isr_moves = {}, [], {}, [], {}
+                self.isr_sizes = np.zeros(0, np.int64)
+                self.kinds_seen.clear()
+                self.skipped.clear()
+            if len(self.kinds_seen) > _SEEN_MAX:
+                self.kinds_seen.clear()
+            seen, rows = self.kinds_seen, []
+            for v in run.decoded:  # a decoded record is shared across walks (``decode_metadata``'s cache)
+                held = seen.get(id(v))  # the record is held with its row: its id is not reused meanwhile
+                if held is None:
+                    held = seen[id(v)] = (v, self._kind(v))
+                rows.append(held[1])
+            self.values = run.decoded
+            self.value_kinds = np.asarray(rows, np.int64).reshape(-1, 4)
+        table = self.value_kinds[run.kv]
+        return table[:, 0], table[:, 1], table[:, 2], table[:, 3]
+
+    def _kind(self, rec: Any) -> tuple[int, int, int, int]:
+        if rec is None:  # a walk's value no record of the block names
+            return _OTHER, -1, 0, -1
+        if FAST_NOOPS and is_no_op(rec):
+            return _NOOP, -1, 0, -1
+        change = change_of(rec)
+        if change is None:
+            return _OTHER, -1, 0, -1
+        key, leader, isr = change
+        code = self.key_codes.get(key)
+        if code is None:
+            code = self.key_codes[key] = len(self.keys)
+            self.keys.append(key)
+        return _CHANGE, code, leader, -1 if isr is None else self._isr_code(isr)
+
+    def _isr_code(self, isr: tuple[int, ...]) -> int:
+        code = self.isr_codes.get(isr)
+        if code is None:
+            code = self.isr_codes[isr] = len(self.isrs)
+            self.isrs.append(isr)
+        return code
+
+    def _isr_sizes(self) -> np.ndarray:
+        """The size of each numbered ISR."""
+        if len(self.isr_sizes) < len(self.isrs):
+            self.isr_sizes = np.asarray([len(i) for i in self.isrs], np.int64)
+        return self.isr_sizes
+
+    def _stretch(self, run: Block, a: int, kind: np.ndarray, key: np.ndarray) -> tuple[int, tuple | None]:
+        """The records from ``a`` up to the first one a fold cannot take (``a``: none), and what the fold
+        starts from for each partition they change."""
+        if self.epoch is None or self.image.transaction is not None:
+            return a, None
+        ok = (kind[a:] != _OTHER) & (run.epochs[a:] <= self.epoch.epoch)
+        while True:
+            if self.skipped:
+                ok &= ~np.isin(key[a:], list(self.skipped))
+            z = a + (len(ok) if ok.all() else int(np.argmin(ok)))
+            z = self._unwidened(run.timestamps, a, z)
+            if z == a:
+                return a, None
+            seeds = self._seeds(key[a:z][kind[a:z] == _CHANGE])
+            if seeds is not None:
+                return z, seeds
+
+    def _unwidened(self, timestamps: np.ndarray, a: int, z: int) -> int:
+        """The end of the records from ``a`` (before ``z``) that fit the buckets as they are: the first
+        that would widen them is counted by ``add``."""
+        ts = timestamps[a:z]
+        timed = ts > 0
+        if not timed.any():
+            return z
+        slot = ts // self.model.width
+        first = int(slot[int(np.argmax(timed))])
+        lo = np.minimum.accumulate(np.where(timed, slot, first))
+        hi = np.maximum.accumulate(np.where(timed, slot, first))
+        if self.lo is not None:
+            lo, hi = np.minimum(lo, self.lo), np.maximum(hi, self.hi)
+        wide = hi - lo >= self.max_buckets
+        return a + int(np.argmax(wide)) if wide.any() else z
+
+    def _seeds(self, keys: np.ndarray) -> tuple[list, np.ndarray] | None:
+        """Per partition the records change (by number, ascending): (number, key, its topic's partitions,
+        its state, its track, its health flags), and as columns what the fold starts from (state's leader and
+        ISR, track's leader and ISR, replicas, ELR set, min ISR, epochs, flags); None (the partitions noted
+        in ``skipped``) when one has no state, track or flags, as ``_partition`` then takes another way."""
+        codes = np.unique(keys).tolist()
+        names, by_id, tracks, health = self.keys, self.image.topics.by_id, self.model.partitions, self.health
+        min_isrs, isr_codes = self.min_isrs, self.isr_codes
+        held, numbers = [], []
+        for code in codes:
+            key = names[code]
+            tid = key[0]
+            topic = by_id.get(tid)
+            partitions = topic["partitions"] if topic is not None else {}
+            part = partitions.get(key[1])
+            track = tracks.get(key)
+            old = health.get(key)
+            if part is None or track is None or track.removed_time is not None or old is None:
+                self.skipped.add(code)
+                continue
+            isr = tuple(part["isr"])
+            isr_code = isr_codes.get(isr)
+            track_isr = isr_code if track.isr == isr else isr_codes.get(track.isr)
+            min_isr = min_isrs.get(tid)
+            held.append((code, key, partitions, part, track, old))
+            numbers.append((part["leader"], self._isr_code(isr) if isr_code is None else isr_code, track.leader,
+                            self._isr_code(track.isr) if track_isr is None else track_isr, len(part["replicas"]),
+                            bool(part["eligibleLeaderReplicas"]),
+                            self._topic_min_isr(tid) if min_isr is None else min_isr, part[LEADER_EPOCH],
+                            part[PARTITION_EPOCH], *old))
+        if len(held) < len(codes):
+            return None
+        return held, np.asarray(numbers, np.int64).reshape(len(held), 9 + len(HEALTH))
+
+    def _fold(self, run: Block, a: int, z: int, kind: np.ndarray, key: np.ndarray, leader: np.ndarray,
+              isr: np.ndarray, seeds: tuple) -> None:
+        """``add`` of records ``a``..``z`` of the run, NoOps and taken PartitionChangeRecords outside a
+        transaction, below the epoch and within the buckets' span: the counts, the image, the tracks,
+        cells, events and health they move, the same as record by record."""
+        model, image = self.model, self.image
+        offsets, ts, epochs = run.offsets[a:z], run.timestamps[a:z], run.epochs[a:z]
+        n = z - a
+        model.records += n
+        model.last_offset = int(offsets[-1])
+        _tally(model.type_totals, kind)
+        timed = ts > 0
+        model.untimed += n - int(timed.sum())
+        slot = np.where(timed, ts // model.width, -1)
+        buckets = self._fold_buckets(slot, kind, offsets)
+        image.raft.observe_epoch(int(epochs.max()))
+        image.pass_over(int(offsets[-1]), int(ts[-1]), int(epochs[-1]))
+        rows = np.flatnonzero(kind == _CHANGE)
+        if len(rows):
+            self._fold_changes(rows, offsets, ts, slot, key[rows], leader[rows], isr[rows], seeds, buckets)
+
+    def _fold_buckets(self, slot: np.ndarray, kind: np.ndarray, offsets: np.ndarray) -> dict[int, Bucket]:
+        """``_count`` of each timed record: its bucket's records, types and last offset (buckets made in
+        the order their first records come); the buckets by slot."""
+        timed = np.flatnonzero(slot >= 0)
+        if not len(timed):
+            return {}
+        slots, first, inverse, counts = np.unique(slot[timed], return_index=True, return_inverse=True,
+                                                  return_counts=True)
+        inverse = inverse.ravel()
+        last = np.zeros(len(slots), np.int64)
+        np.maximum.at(last, inverse, timed)
+        out: dict[int, Bucket] = {}
+        buckets = self.model.buckets
+        for j in np.argsort(first, kind="stable").tolist():
+            idx = int(slots[j])
+            bucket = buckets.get(idx)
+            if bucket is None:
+                bucket = buckets[idx] = Bucket(int(offsets[timed[first[j]]]), 0)
+            bucket.records += int(counts[j])
+            bucket.last_offset = int(offsets[last[j]])
+            mine = timed[inverse == j]
+            _tally(bucket.types, kind[mine])
+            out[idx] = bucket
+        self.lo = int(slots[0]) if self.lo is None else min(self.lo, int(slots[0]))
+        self.hi = int(slots[-1]) if self.hi is None else max(self.hi, int(slots[-1]))
+        return out
+
+    def _fold_changes(self, rows: np.ndarray, offsets: np.ndarray, ts: np.ndarray, slot: np.ndarray, key: np.ndarray,
+                      leader: np.ndarray, isr: np.ndarray, seeds: tuple, buckets: dict[int, Bucket]) -> None:
+        """``image.apply`` and ``_partition`` of each PartitionChangeRecord at ``rows`` (positions in the
+        stretch), grouped by partition: each field carried forward from the partition's state in the
+        image (``merge_partition``), the track's leader and ISR before each record, its health flags after."""
+        order = np.argsort(key, kind="stable")  # by partition, each in log order
+        m = len(order)
+        codes = key[order]
+        head = np.ones(m, bool)
+        head[1:] = codes[1:] != codes[:-1]
+        group = np.cumsum(head) - 1  # the partition's index in ``seeds``
+        starts = np.flatnonzero(head)
+        ends = np.append(starts[1:], m) - 1
+        held, numbers = seeds
+        (seed_leader, seed_isr, track_leader, track_isr, replicas, elr, min_isr, leader_epoch,
+         partition_epoch) = numbers[:, :9].T
+        new_leader, leader_set = _carried(leader[order], NO_LEADER_CHANGE, head, group, seed_leader)
+        new_isr, isr_set = _carried(isr[order], -1, head, group, seed_isr)
+        was_leader = np.empty(m, np.int64)
+        was_leader[1:] = new_leader[:-1]
+        was_leader[starts] = track_leader
+        was_isr = np.empty(m, np.int64)
+        was_isr[1:] = new_isr[:-1]
+        was_isr[starts] = track_isr
+        # health flags after each record (``_set_health``), and before it
+        sizes = self._isr_sizes()[new_isr]
+        registrations = self.image.brokers.registrations
+        leaders = np.unique(new_leader[new_leader >= 0]).tolist()
+        fenced = [registrations.get(b) is None or registrations[b]["fenced"] for b in leaders]
+        unavailable = np.zeros(m, bool)
+        if leaders:
+            unavailable[new_leader >= 0] = np.asarray(fenced, bool)[np.searchsorted(leaders, new_leader[new_leader >= 0])]
+        flags = np.stack([new_leader < 0, unavailable, sizes < min_isr[group], sizes < replicas[group],
+                          elr[group].astype(bool)], axis=1)
+        before = np.empty_like(flags)
+        before[1:] = flags[:-1]
+        before[starts] = numbers[:, 9:].astype(bool)
+        delta = np.empty((m, len(HEALTH)), np.int64)
+        delta[order] = flags.astype(np.int64) - before  # in log order
+        # what the track sees (``_partition``)
+        moved = new_leader != was_leader
+        changed = moved | (new_isr != was_isr)
+        shrank, grew = self._isr_moves_of(was_isr, new_isr, changed)
+        unclean = ~self._isr_holds(was_isr, new_leader, moved & (new_leader >= 0))
+        # the image (``merge_partition`` of each in turn: the last value set, an epoch bump per record)
+        bumps = np.cumsum(leader_set)
+        epoch_after = bumps - (bumps - leader_set)[starts][group]  # leader epoch bumps up to each record
+        fields = (moved, shrank, grew, unclean)
+        sums = [np.add.reduceat(f.astype(np.int64), starts).tolist() for f in fields]
+        lasts = zip(held, new_leader[ends].tolist(), new_isr[ends].tolist(), (epoch_after[ends] + leader_epoch).tolist(),
+                    (ends - starts + 1 + partition_epoch).tolist(), replicas.tolist(),
+                    *(np.logical_or.reduceat(x, starts).tolist() for x in (leader_set, isr_set, changed)),
+                    *sums, map(tuple, flags[ends].tolist()), strict=True)
+        isrs, health, leader_of = self.isrs, self.health, self.leader_of
+        for ((_, k, partitions, part, track, old), lead, isr_z, epoch_z, epoch_p, size, led_set, isr_given, moved_any,
+             *churn, final) in lasts:
+            new = dict(part)
+            if led_set:
+                new["leader"], new[LEADER_EPOCH] = lead, epoch_z
+            if isr_given:
+                new["isr"] = list(isrs[isr_z])
+            new[PARTITION_EPOCH] = epoch_p
+            partitions[k[1]] = new
+            track.replicas = size
+            if moved_any:
+                track.leader, track.isr = lead, isrs[isr_z]
+                track.leader_changes += churn[0]
+                track.shrinks += churn[1]
+                track.expands += churn[2]
+                track.unclean += churn[3]
+            if leader_of.get(k) != lead:
+                self._lead(k, lead)
+            if final != old:
+                health[k] = final
+        tracks = [h[4] for h in held]
+        at = rows[order]  # sorted row -> its place in the stretch
+        self._fold_events(at, moved, was_leader, new_leader,
+                          leader_epoch[group] + epoch_after, unclean,
+                          offsets, ts, [t.name for t in tracks], group, [h[0] for h in held])
+        self._fold_cells(at, changed & (slot[at] >= 0), group, slot, offsets, ts, sizes, new_leader, fields, tracks,
+                         buckets)
+        self._fold_health(rows, delta, offsets, ts, slot, buckets)
+
+    def _fold_events(self, at, moved, was, leader, epoch, unclean, offsets, ts, names, group, codes) -> None:
+        """The leader changes as ``_partition`` notes them, in log order (only those the model keeps made)."""
+        moves = at[moved]
+        order = np.argsort(moves)
+        moves = moves[order]
+        picked = [x[moved][order] for x in (was, leader, epoch, unclean, group)]
+        keys = self.keys
+
+        def events(lo: int, hi: int) -> list[Event]:
+            i = moves[lo:hi]
+            return [Event(o, t, "leader", names[g], f"leader {old} -> {new}, leader epoch {le}"
+                          f"{' UNCLEAN (not in the old ISR)' if bad else ''}", new, keys[codes[g]])
+                    for o, t, old, new, le, bad, g in zip(offsets[i].tolist(), ts[i].tolist(),
+                                                          *(x[lo:hi].tolist() for x in picked), strict=True)]
+
+        self.model.leader_events.add_many(len(moves), events)
+
+    def _fold_cells(self, at, counted, group, slot, offsets, ts, sizes, leader, fields, tracks, buckets) -> None:
+        """The churn of each record that moved its track, counted in its bucket and its cell (records of
+        one partition and bucket at once)."""
+        sel = np.flatnonzero(counted)  # sorted rows, by partition then log order
+        if not len(sel):
+            return
+        where = slot[at[sel]]
+        moved, shrank, grew, _ = (f[sel].astype(np.int64) for f in fields)
+        for idx in np.unique(where).tolist():
+            mine = where == idx
+            bucket = buckets[idx]
+            bucket.leader_changes += int(moved[mine].sum())
+            bucket.isr_shrinks += int(shrank[mine].sum())
+            bucket.isr_expands += int(grew[mine].sum())
+        g = group[sel]
+        order = np.lexsort((sel, where, g))  # by partition, bucket, then log order
+        sel, where, g = sel[order], where[order], g[order]
+        moved, shrank, grew = moved[order], shrank[order], grew[order]
+        first = np.flatnonzero(np.concatenate([[True], (g[1:] != g[:-1]) | (where[1:] != where[:-1])]))
+        last = np.append(first[1:], len(sel)) - 1
+        low = np.minimum.reduceat(sizes[sel], first)
+        sums = [np.add.reduceat(x, first) for x in (moved, shrank, grew)]
+        came = np.argsort(sel[first], kind="stable")  # a track's cells in the order they come
+        f, z = sel[first][came], sel[last][came]
+        cells = zip(g[first][came].tolist(), where[first][came].tolist(), offsets[at[f]].tolist(), ts[at[f]].tolist(),
+                    offsets[at[z]].tolist(), ts[at[z]].tolist(), sizes[z].tolist(), low[came].tolist(),
+                    leader[z].tolist(), *(x[came].tolist() for x in sums), strict=True)
+        for gi, idx, o_f, t_f, o_z, t_z, size_z, low_j, lead, moves, shrinks, expands in cells:
+            track = tracks[gi]
+            cell = track.cells.get(idx)
+            if cell is None:
+                track.cells[idx] = Cell(o_f, t_f, o_z, t_z, size_z, low_j, lead, moves, shrinks, expands)
+                continue
+            cell.last_offset, cell.last_time, cell.isr, cell.leader = o_z, t_z, size_z, lead
+            if low_j < cell.min_isr:
+                cell.min_isr = low_j
+            cell.leader_changes += moves
+            cell.shrinks += shrinks
+            cell.expands += expands
+
+    def _fold_health(self, rows, delta, offsets, ts, slot, buckets) -> None:
+        """``_health_moved`` after each record that moved a partition's flags, in log order."""
+        counts = np.cumsum(delta, axis=0) + np.asarray(self.health_counts, np.int64)
+        moved = np.flatnonzero((delta != 0).any(axis=1))
+        if not len(moved):
+            return
+        self.health_counts = self.shown_health = tuple(counts[-1].tolist())
+        at = rows[moved]
+
+        def changes(lo: int, hi: int) -> list[tuple[int, int, Health]]:
+            i = at[lo:hi]
+            return list(zip(offsets[i].tolist(), ts[i].tolist(), map(tuple, counts[moved[lo:hi]].tolist()), strict=True))
+
+        self.model.health_changes.add_many(len(moved), changes)
+        where = slot[at]
+        for idx in np.unique(where[where >= 0]).tolist():
+            mine = moved[where == idx]
+            bucket = buckets[idx]
+            peak = tuple(counts[mine].max(axis=0).tolist())
+            bucket.health_peak = peak if bucket.health_peak is None else tuple(map(max, bucket.health_peak, peak))
+            bucket.health_end = tuple(counts[mine[-1]].tolist())
+
+    def _isr_moves_of(self, was: np.ndarray, new: np.ndarray, changed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Whether each changed record's ISR shrank and grew (``_partition``), once per pair of ISRs."""
+        shrank, grew = np.zeros(len(was), bool), np.zeros(len(was), bool)
+        sel = np.flatnonzero(changed)
+        if not len(sel):
+            return shrank, grew
+        width = len(self.isrs)
+        pairs, inverse = np.unique(was[sel] * width + new[sel], return_inverse=True)  # one number per pair
+        found = []
+        for a, b in zip(*(x.tolist() for x in divmod(pairs, width)), strict=True):
+            move = self.isr_moves.get((a, b))
+            if move is None:
+                before, after = set(self.isrs[a]), set(self.isrs[b])
+                move = self.isr_moves[(a, b)] = (not before <= after, not after <= before)
+            found.append(move)
+        table = np.asarray(found, bool).reshape(-1, 2)[inverse.ravel()]
+        shrank[sel], grew[sel] = table[:, 0], table[:, 1]
+        return shrank, grew
+
+    def _isr_holds(self, isr: np.ndarray, leader: np.ndarray, asked: np.ndarray) -> np.ndarray:
+        """Whether each asked record's leader (a broker) is in the ISR it had before (others: True)."""
+        out = np.ones(len(isr), bool)
+        sel = np.flatnonzero(asked)
+        if len(sel):
+            width = int(leader[sel].max()) + 1
+            pairs, inverse = np.unique(isr[sel] * width + leader[sel], return_inverse=True)
+            holds = [b in self.isrs[a] for a, b in zip(*(x.tolist() for x in divmod(pairs, width)), strict=True)]
+            out[sel] = np.asarray(holds, bool)[inverse.ravel()]
+        return out
+
+    def _count(self, ts: int, offset: int, kind: str) -> Bucket | None:
+        """Count a record of ``kind`` at ``offset`` and time ``ts``; its bucket (None: untimed)."""
         if ts <= 0:
-            self.model.untimed += n
+            self.model.untimed += 1
             return None
         buckets = self.model.buckets
         bucket = buckets.get(ts // self.model.width)
@@ -266,9 +627,9 @@ class _Walker:
             bucket = buckets.get(idx)
             if bucket is None:
                 bucket = buckets[idx] = Bucket(offset, offset)
-        bucket.records += n
-        bucket.last_offset = offset if last is None else last
-        bucket.types[kind] += n
+        bucket.records += 1
+        bucket.last_offset = offset
+        bucket.types[kind] += 1
         return bucket
 
     def _widen(self) -> None:
@@ -434,19 +795,9 @@ class _Walker:
                 unavailable = registration is None or registration["fenced"]
             else:
                 unavailable = False
-            min_isr = self.min_isrs.get(key[0])
-            if min_isr is None:
-                min_isr = self.min_isrs[key[0]] = self.min_isr(self.topic_names.get(key[0], ""))
-            flags = (leader < 0, unavailable, isr < min_isr, isr < len(part["replicas"]),
+            flags = (leader < 0, unavailable, isr < self._topic_min_isr(key[0]), isr < len(part["replicas"]),
                      bool(part["eligibleLeaderReplicas"]))
-        was = self.leader_of.get(key)
-        if was != leader:
-            if was is not None:
-                del self.leader_of[key]
-                self.led[was].discard(key)
-            if leader >= 0:
-                self.leader_of[key] = leader
-                self.led.setdefault(leader, set()).add(key)
+        self._lead(key, leader)
         old = self.health.get(key)
         if flags == old:
             return
@@ -457,6 +808,23 @@ class _Walker:
         else:
             self.health[key] = flags
         self.health_moved = True
+
+    def _topic_min_isr(self, tid: str) -> int:
+        min_isr = self.min_isrs.get(tid)
+        if min_isr is None:
+            min_isr = self.min_isrs[tid] = self.min_isr(self.topic_names.get(tid, ""))
+        return min_isr
+
+    def _lead(self, key: tuple[str, int], leader: int) -> None:
+        """Note the partition's leader (-1: none) in ``leader_of`` and ``led``."""
+        was = self.leader_of.get(key)
+        if was != leader:
+            if was is not None:
+                del self.leader_of[key]
+                self.led[was].discard(key)
+            if leader >= 0:
+                self.leader_of[key] = leader
+                self.led.setdefault(leader, set()).add(key)
 
     def _recheck(self, keys) -> None:
         for tid, pid in list(keys):
@@ -581,6 +949,32 @@ class _Walker:
         state = data["zkMigrationState"]
         self.model.feature_events.append(Event(e.offset, e.timestamp, "zk-migration", "ZK migration",
                                                f"state {ZK_MIGRATION_STATES.get(state, state)}", state))
+
+
+_NAMES = {_NOOP: NO_OP, _CHANGE: CHANGE}
+
+
+def _tally(counter, kinds: np.ndarray) -> None:
+    """Count the NoOps and PartitionChangeRecords of ``kinds`` in ``counter``, a type first met first."""
+    met = []
+    for code, name in _NAMES.items():
+        at = np.flatnonzero(kinds == code)
+        if len(at):
+            met.append((int(at[0]), name, len(at)))
+    for _, name, n in sorted(met):
+        counter[name] += n
+
+
+def _carried(values: np.ndarray, unchanged: int, head: np.ndarray, group: np.ndarray, seed: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """A field after each record of rows grouped by partition (``head``: a group's first row): the
+    record's value where it sets one, else the one before it in the group, else the group's ``seed``;
+    and where a record set it."""
+    given = values != unchanged
+    filled = np.where(given, values, np.where(head, seed[group], unchanged))
+    src = np.where(given | head, np.arange(len(values)), 0)
+    np.maximum.accumulate(src, out=src)
+    return filled[src], given
 
 
 def _regroup(cells: dict, factor: int, merge: Callable) -> dict:

@@ -8,7 +8,7 @@ with the cluster (brokers, partitions), never with the number of records.
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, NamedTuple, TypeVar
 
@@ -39,6 +39,16 @@ class Capped(Generic[T]):
             self.head.append(item)
         else:
             self.tail.append(item)
+
+    def add_many(self, n: int, make: Callable[[int, int], list[T]]) -> None:
+        """``append`` of ``n`` items, ``make(lo, hi)`` giving items ``lo``..``hi``: only those kept are made."""
+        room = min(max(self.half - len(self.head), 0), n)
+        if room:
+            self.head += make(0, room)
+        rest = max(room, n - (self.tail.maxlen or 0))
+        if rest < n:
+            self.tail.extend(make(rest, n))
+        self.total += n
 
     def __iter__(self) -> Iterator[T]:
         yield from self.head

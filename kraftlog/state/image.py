@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from kraftlog.files.records import Block, NoOps
+from kraftlog.files.records import Block
 from kraftlog.schema.metadata import BY_TYPE_NAME
 from kraftlog.schema.records import MetadataRecord, key_fields
 from kraftlog.state.acls import Acls
@@ -155,16 +155,6 @@ class ClusterImage:
         self.raft.observe_epoch(epoch)
         self._at = (offset, epoch, timestamp)
         return True
-
-    def pass_over_all(self, run: NoOps) -> None:
-        """``apply`` of each of a run of NoOps: ``pass_over`` of the last (its epoch the run's highest,
-        which is what observing each in turn leaves), or each applied inside a transaction."""
-        if self.transaction is None:
-            self.raft.observe_epoch(int(run.epochs.max()))
-            self._at = (run.last, int(run.epochs[-1]), int(run.timestamps[-1]))
-            return
-        for e in run.entries():
-            self.apply(e.record, e.offset, e.timestamp, e.epoch)
 
     def apply_block(self, block: Block) -> None:
         """``apply`` of each of a block's records in turn, cheaper: its NoOps only advance the image (or

@@ -14,7 +14,7 @@ from kraftlog.files.copies import Log
 from kraftlog.files.logdir import NodeDir
 from kraftlog.files.paths import LogFile, classify
 from kraftlog.files.reader import Limits
-from kraftlog.files.records import Block, Entry, NoOps, ReadProblems, iter_entries, unreadable
+from kraftlog.files.records import Block, Entry, ReadProblems, iter_entries, unreadable
 from kraftlog.state.image import ClusterImage
 from kraftlog.state.replay import ReplayResult, load_snapshot, replay
 
@@ -77,10 +77,10 @@ def as_log(source: NodeDir | Log) -> Log:
 
 
 def log_entries(source: NodeDir | Log, start: int, limits: Limits, problems: ReadProblems,
-                apply_invalid: bool = True, runs: bool | str = False) -> Iterator[Entry | NoOps | Block]:
+                apply_invalid: bool = True, runs: str | None = None) -> Iterator[Entry | Block]:
     """Records of the log from offset ``start`` on, noting a gap where offsets jump
-    (``Log.entries``; ``apply_invalid=False`` stops at the first batch failing its CRC; ``runs``:
-    runs of NoOpRecords as ``NoOps``)."""
+    (``Log.entries``; ``apply_invalid=False`` stops at the first batch failing its CRC; ``runs="blocks"``:
+    clean walks as ``Block`` columns)."""
     return as_log(source).entries(start, limits, problems, apply_invalid, runs)
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kraftlog.files.heap import REPLAYING, rare_collections
-from kraftlog.files.records import Block, Entry, NoOps
+from kraftlog.files.records import Block, Entry
 from kraftlog.state.image import ClusterImage, OpenTransaction, Provenance
 from kraftlog.state.problems import Problem
 
@@ -37,12 +37,12 @@ rare_full_collections = functools.partial(rare_collections, REPLAYING)
 
 
 def replay(
-    entries: Iterable[Entry | NoOps | Block], image: ClusterImage | None = None, until: int | None = None,
+    entries: Iterable[Entry | Block], image: ClusterImage | None = None, until: int | None = None,
     until_time: int | None = None,
 ) -> ReplayResult:
     """Apply the entries that come after ``image`` (an empty image if none), up to offset ``until``
-    and to the last entry with a timestamp at or before ``until_time``; a run of ``NoOps`` as each
-    of its records would be, and so a ``Block``.
+    and to the last entry with a timestamp at or before ``until_time``; a ``Block`` as each of its
+    records would be.
 
     Entries at or below the image's offset are skipped: segments may start before the snapshot
     the image was loaded from."""
@@ -50,7 +50,7 @@ def replay(
         return _replay(entries, ClusterImage.empty() if image is None else image, until, until_time)
 
 
-def _replay(entries: Iterable[Entry | NoOps | Block], image: ClusterImage, until: int | None,
+def _replay(entries: Iterable[Entry | Block], image: ClusterImage, until: int | None,
             until_time: int | None) -> ReplayResult:
     after = image.provenance.offset
     count = 0
@@ -67,10 +67,7 @@ def _replay(entries: Iterable[Entry | NoOps | Block], image: ClusterImage, until
             last_read = max(last_read, int(offsets[: end + 1].max()))
             run = entry.part(int(np.searchsorted(offsets[:end], after, side="right")), end)  # consecutive
             if len(run):
-                if type(run) is NoOps:
-                    image.pass_over_all(run)
-                else:
-                    image.apply_block(run)
+                image.apply_block(run)
                 count += len(run)
             if end < len(entry):
                 break
