@@ -383,8 +383,7 @@ class _Walker:
         model.untimed += n - int(timed.sum())
         slot = np.where(timed, ts // model.width, -1)
         buckets = self._fold_buckets(slot, kind, offsets)
-        image.raft.observe_epoch(int(epochs.max()))
-        image.pass_over(int(offsets[-1]), int(ts[-1]), int(epochs[-1]))
+        image.pass_over_run(offsets, ts, epochs)  # outside a transaction (``_stretch``)
         rows = np.flatnonzero(kind == _CHANGE)
         if len(rows):
             self._fold_changes(rows, offsets, ts, slot, key[rows], leader[rows], isr[rows], seeds, buckets)

@@ -156,6 +156,12 @@ class ClusterImage:
         self._at = (offset, epoch, timestamp)
         return True
 
+    def pass_over_run(self, offsets: np.ndarray, timestamps: np.ndarray, epochs: np.ndarray) -> None:
+        """``pass_over`` of each of records of consecutive offsets outside a transaction, at once: the
+        highest epoch observed (what observing each in turn leaves), provenance the last record's."""
+        self.raft.observe_epoch(int(epochs.max()))
+        self._at = (int(offsets[-1]), int(epochs[-1]), int(timestamps[-1]))
+
     def apply_block(self, block: Block) -> None:
         """``apply`` of each of a block's records in turn, cheaper: its NoOps only advance the image (or
         are held with an open transaction's records, as ``apply`` holds them), and outside a transaction
@@ -196,8 +202,7 @@ class ClusterImage:
                 for j in range(done, len(block)):
                     apply(*block.entry(j))
                 return
-        self.raft.observe_epoch(int(epochs.max()))
-        self._at = (int(offsets[-1]), int(epochs[-1]), int(timestamps[-1]))
+        self.pass_over_run(offsets, timestamps, epochs)
 
     def _run(self, handler: Callable[[dict], None], rec: Any, offset: int) -> None:
         try:
