@@ -149,9 +149,9 @@ def test_repeats_of_a_batch_are_what_decode_batch_reads(r, flag, headers):
     assert [_slots(b) for b in made] == [_slots(decode_batch(b, p)) for b, p in zip(blobs, positions, strict=True)]
 
 
-def _field_by_field(buf: bytes, i: int, *args) -> tuple:
-    """What ``_PLAIN_HEAD`` would make of bytes that are never plain: every record read field by field."""
-    return (0x80,) * 7
+def _field_by_field(head: bytes) -> bool:
+    """What ``_plain_head`` would say if no head were plain: every record read field by field."""
+    return False
 
 
 shaped = st.builds(  # records of a metadata log's shape, and near it
@@ -174,7 +174,8 @@ def test_plain_records_read_as_field_by_field_even_when_damaged(recs, flag, dama
         blob[HEADER_SIZE + at % (len(blob) - HEADER_SIZE)] = byte
     plain = decode_batch(bytes(blob), verify_crc=False)
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(batch_module, "_PLAIN_HEAD", _field_by_field)
+        m.setattr(batch_module, "_plain_head", _field_by_field)
+        m.setattr(batch_module, "_PLAIN_HEADS", {})
         general = decode_batch(bytes(blob), verify_crc=False)
     assert _slots(plain) == _slots(general)
     if not damage:
@@ -192,6 +193,24 @@ def test_a_plain_record_whose_lengths_agree_but_overrun_the_batch_is_refused_as_
     blob[last + 5] += 2
     b = decode_batch(bytes(blob), verify_crc=False)
     assert len(b.records) == 2 and b.error == "CorruptRecordException: record 2 at byte 18 has invalid size 9"
+
+
+@pytest.mark.parametrize("offset_delta", [2, 100])
+def test_a_record_whose_length_disagrees_with_its_value_length_is_refused_as_field_by_field(offset_delta):
+    """The last record's length grown by one byte and a zero byte after it: it still ends in a zero (a
+    header count's place) inside the batch, but its value length says the value ends a byte earlier.
+    The plain path must not take the longer value (offset deltas of one and of two bytes)."""
+    recs = [Record(0, 0, None, b"v%d" % i, (), 0, 0, i * offset_delta // 2) for i in range(3)]
+    blob = bytearray(encode_batch(recs, base_offset=10, base_timestamp=1000))
+    last = len(blob) - 9 - (offset_delta > 63)
+    assert blob[last] == 2 * (8 + (offset_delta > 63))
+    blob[last] += 2
+    blob += b"\0"
+    blob[8:12] = (len(blob) - 12).to_bytes(4, "big")
+    b = decode_batch(bytes(blob), verify_crc=False)
+    assert [r.value for r in b.records] == [b"v0", b"v1"]
+    assert b.error == (f"CorruptRecordException: record 2 at byte 18: expected to read {9 + (offset_delta > 63)} "
+                       f"bytes in record payload, but instead read {8 + (offset_delta > 63)}")
 
 
 def _one_batch(**kw) -> bytes:

@@ -327,19 +327,42 @@ _SMALL_PAYLOADS: dict[bytes, tuple] = {}
 _SMALL_PAYLOAD_MAX = 48
 
 
-#: The first seven bytes of a record, when its varints up to the value length are of one byte but the
-#: offset delta's (of one or two): a metadata log's records (see ``_decode_records``).
-_PLAIN_HEAD = struct.Struct(">7B").unpack_from
+#: A plain record's first seven bytes -> (its size, attributes, timestamp delta, offset delta, where its
+#: value starts), False for
+#: heads that are not plain (see ``_plain_head``): a metadata log's records share a few hundred heads, so
+#: each is checked once. Bounded.
+_PLAIN_HEADS: dict[bytes, tuple | bool] = {}
+_PLAIN_HEADS_MAX = 4096
+
+
+def _plain_head(head: bytes) -> tuple | bool:
+    """What the first seven bytes of a record say when they make it plain: a length, attributes >= 0,
+    timestamp delta and value length of one-byte varints, an offset delta of one or two, a null key,
+    and a length that is the value's plus the rest (what a metadata log holds; its header count, a
+    zero byte, is the one byte after the value that the caller checks). False for anything else."""
+    if len(head) != 7:
+        return False
+    n, attributes, t, o, x, y, z = head
+    two = o > 0x7F
+    if not two:
+        plain = x == 1 and not (n | attributes | t | y) & 0x80 and not (n | y) & 1 and n >> 1 == 6 + (y >> 1)
+    else:  # an offset delta of two bytes: a batch of more than 63 records
+        plain = y == 1 and not (n | attributes | t | x | z) & 0x80 and not (n | z) & 1 and n >> 1 == 7 + (z >> 1)
+        o = (o & 0x7F) | x << 7
+    if len(_PLAIN_HEADS) >= _PLAIN_HEADS_MAX:
+        _PLAIN_HEADS.clear()
+    out = _PLAIN_HEADS[head] = plain and (1 + (n >> 1), attributes, (t >> 1) ^ -(t & 1), (o >> 1) ^ -(o & 1),
+                                          6 + two)
+    return out
 
 
 def _decode_records(batch: Batch, buf: bytes) -> None:
     """The straight-line reader of ``RecordLayout``, appending to ``batch.records``.
 
-    A plain record (length, attributes >= 0, timestamp delta and value length of one-byte varints, an
-    offset delta of one or two, a null key, no headers: what a metadata log holds) is read from one
-    unpack of its first bytes and made without a call into ``Record.__init__``; anything else, and a
-    plain-looking record whose lengths do not add up, is read field by field, which says what is wrong.
-    ``tests/test_wire.py`` checks both against ``RecordLayout``."""
+    A plain record (see ``_plain_head``; its head looked up, not parsed) is made from its head's
+    fields and its value, without a call into ``Record.__init__``; anything else, and a plain-looking
+    record that runs past the batch or whose header count is not 0, is read field by field, which says
+    what is wrong. ``tests/test_wire.py`` checks both against ``RecordLayout``."""
     records = batch.records
     append = records.append
     base_offset = batch.base_offset
@@ -349,34 +372,29 @@ def _decode_records(batch: Batch, buf: bytes) -> None:
     end = len(buf)
     pos = 0
     new = object.__new__
-    head = _PLAIN_HEAD
+    heads, plain_head = _PLAIN_HEADS, _plain_head
     for i in range(batch.records_count):
-        if pos + 7 <= end:
-            n, attributes, t, o, x, y, z = head(buf, pos)
-            if o < 0x80:
-                plain = x == 1 and not (n | attributes | t | y) & 0x80 and not (n | y) & 1
-                offset_delta, value_end, at = (o >> 1) ^ -(o & 1), pos + 6 + (y >> 1), pos + 6
-            else:  # an offset delta of two bytes: a batch of more than 63 records
-                plain = y == 1 and not (n | attributes | t | x | z) & 0x80 and not (n | z) & 1
-                o = (o & 0x7F) | x << 7
-                offset_delta, value_end, at = (o >> 1) ^ -(o & 1), pos + 7 + (z >> 1), pos + 7
-            if plain:
-                body_end = pos + 1 + (n >> 1)
-                if value_end + 1 == body_end <= end and buf[value_end] == 0:
-                    ts_delta = (t >> 1) ^ -(t & 1)
-                    r = new(Record)
-                    r.offset = base_offset + offset_delta
-                    r.timestamp = max_ts if log_append else base_ts + ts_delta
-                    r.key = None
-                    r.value = buf[at:value_end]
-                    r.headers = ()
-                    r.attributes = attributes
-                    r.timestamp_delta = ts_delta
-                    r.offset_delta = offset_delta
-                    r.size = body_end - pos
-                    append(r)
-                    pos = body_end
-                    continue
+        head = buf[pos : pos + 7]
+        h = heads.get(head)
+        if h is None:
+            h = plain_head(head)
+        if h:
+            size, attributes, ts_delta, offset_delta, at = h
+            body_end = pos + size
+            if body_end <= end and buf[body_end - 1] == 0:
+                r = new(Record)
+                r.offset = base_offset + offset_delta
+                r.timestamp = max_ts if log_append else base_ts + ts_delta
+                r.key = None
+                r.value = buf[pos + at : body_end - 1]
+                r.headers = ()
+                r.attributes = attributes
+                r.timestamp_delta = ts_delta
+                r.offset_delta = offset_delta
+                r.size = size
+                append(r)
+                pos = body_end
+                continue
         if pos >= end:
             raise CorruptRecordError(
                 f"batch declares {batch.records_count} records but its data ends after {i}"
