@@ -47,9 +47,12 @@ def test_compact_json_follows_jackson():
 
 
 def test_generated_source_is_readable():
-    text = source_of(decoder(BY_API_KEY[2], 0))
+    text = source_of(decoder(BY_API_KEY[2], 0, fast=False))
     assert text.startswith("def decode_TopicRecord_v0(buf, pos, unk):")
     assert "f_name = str(buf[pos:pos + " in text
+    fast = source_of(decoder(BY_API_KEY[2], 0))
+    assert fast.startswith("def decode_TopicRecord_v0_fast(buf, pos, unk):")
+    assert "f_name = str(buf[pos:pos + " in fast and fast.endswith("return _general(buf, start, unk)\n")
 
 
 # --- redaction -------------------------------------------------------------------------------

@@ -296,12 +296,8 @@ def _build_dict(src: _Source, fields: list[Field]) -> None:
             src.emit(f'if {_differs(f, _var(f))}: d["{f.json}"] = {_var(f)}')
 
 
-def _build_decoder(s: Struct, version: int) -> Callable:
-    top = isinstance(s, Message)
-    src = _Source()
-    ns = dict(_HELPERS)
-    fields = s.fields_at(version)
-    src.emit("end = len(buf)")
+def _read_untagged(src: _Source, ns: dict, fields: list[Field], version: int, top: bool) -> None:
+    """The untagged fields, in schema order, into their variables."""
     for item in _runs([f for f in fields if f.tag is None]):
         if isinstance(item, list):
             offsets, size = [], 0
@@ -318,6 +314,15 @@ def _build_decoder(s: Struct, version: int) -> Callable:
             src.loc = Location(item.json)
             _read_value(src, ns, item.type, _var(item), item, version, top)
     src.loc = Location("")
+
+
+def _build_decoder(s: Struct, version: int) -> Callable:
+    top = isinstance(s, Message)
+    src = _Source()
+    ns = dict(_HELPERS)
+    fields = s.fields_at(version)
+    src.emit("end = len(buf)")
+    _read_untagged(src, ns, fields, version, top)
     for f in fields:
         if f.tag is not None:
             src.emit(f"{_var(f)} = {f.default_value()!r}")
@@ -325,6 +330,57 @@ def _build_decoder(s: Struct, version: int) -> Callable:
     _build_dict(src, fields)
     src.emit("return d, pos")
     return _compile(src, ns, f"decode_{s.name}_v{version}", "buf, pos, unk" if top else "buf, pos, unk, path")
+
+
+def _build_fast(s: Message, version: int, general: Callable) -> Callable:
+    """A record's decoder for the tag sections writers write: each known tag at most once, in ascending
+    order, one-byte tag and size, the value exactly filling its size. Those fields go straight into the
+    result (no defaults to set, no tag loop); the untagged fields are read by ``general``'s own code.
+    Anything else (no tags known, unknown or repeated tags, tags out of order, a read that fails or
+    overruns) is handed to ``general`` from the record's start, which gives its result or raises its
+    error: what ``general`` gives for any bytes. ``general`` itself when the schema's dict order
+    (untagged fields first, tagged ones by ascending tag) does not allow filling in wire order."""
+    fields = s.fields_at(version)
+    tagged = [f for f in fields if f.tag is not None]
+    first = next((k for k, f in enumerate(fields) if f.tag is not None), len(fields))
+    if (any(f.tag is None for f in fields[first:]) or [f.tag for f in tagged] != sorted(f.tag for f in tagged)
+            or any(f.tag > 127 for f in tagged)):
+        return general
+    src = _Source()
+    ns = dict(_HELPERS)
+    ns["_general"] = general
+    ns["_ERRORS"] = DECODE_ERRORS
+    # a struct's decoder keeps its unknown tags in ``unk`` as it goes: a record handed on drops them first
+    nested = any(isinstance(f.type, Struct) or isinstance(f.type, Array) and isinstance(f.type.element, Struct)
+                 for f in fields)
+    src.emit("start = pos" + ("; kept = len(unk)" if nested else ""))
+    src.emit("try:")
+    with src.indent():
+        src.emit("end = len(buf)")
+        _read_untagged(src, ns, fields, version, True)
+        src.emit(f"d = {{{', '.join(f'{f.json!r}: {_var(f)}' for f in fields[:first])}}}")
+        src.emit("n = buf[pos]; pos += 1")
+        src.emit("if not n: return d, pos")
+        if tagged:
+            src.emit("if n < 128:")
+        with src.indent(bool(tagged)):
+            for f in tagged:
+                src.emit(f"if buf[pos] == {f.tag} and buf[pos + 1] < 128:")
+                with src.indent():
+                    src.emit("tag_end = pos + 2 + buf[pos + 1]; pos += 2")
+                    src.emit("if tag_end > end: raise _Malformed('')")
+                    _read_value(src, ns, f.type, _var(f), f, version, True)
+                    src.emit("if pos != tag_end: raise _Malformed('')")
+                    src.emit(f'if {_differs(f, _var(f))}: d["{f.json}"] = {_var(f)}')
+                    src.emit("n -= 1")
+                    src.emit("if not n: return d, pos")
+    src.emit("except _ERRORS:")
+    with src.indent():
+        src.emit("pass")
+    if nested:
+        src.emit("del unk[kept:]")
+    src.emit("return _general(buf, start, unk)")
+    return _compile(src, ns, f"decode_{s.name}_v{version}_fast", "buf, pos, unk", located=False)
 
 
 # ---------------------------------------------------------------------------------------- encoders
@@ -403,25 +459,29 @@ def _build_encoder(s: Struct, version: int) -> Callable:
 # ---------------------------------------------------------------------------------------- plumbing
 
 
-def _compile(src: _Source, ns: dict, name: str, params: str) -> Callable:
+def _compile(src: _Source, ns: dict, name: str, params: str, located: bool = True) -> Callable:
     text = f"def {name}({params}):\n" + "\n".join(src.lines) + "\n"
     filename = f"<kraftlog generated {name}>"
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
     exec(compile(text, filename, "exec"), ns)
     fn = ns[name]
-    _locations[fn.__code__] = src.where
+    if located:  # a fast path is not: its failures are its general decoder's to name
+        _locations[fn.__code__] = src.where
     return fn
 
 
-_decoders: dict[tuple[Struct, int], Callable] = {}
+_decoders: dict[tuple[Struct, int, bool], Callable] = {}
 _encoders: dict[tuple[Struct, int], Callable] = {}
 
 
-def decoder(s: Struct, version: int) -> Callable:
-    """The generated decoder of ``s`` at ``version`` (built on first use, then cached)."""
-    fn = _decoders.get((s, version))
+def decoder(s: Struct, version: int, fast: bool = True) -> Callable:
+    """The generated decoder of ``s`` at ``version`` (built on first use, then cached): for a record
+    (``Message``) its fast path (``_build_fast``) unless ``fast`` is false; the general one otherwise."""
+    fast = fast and isinstance(s, Message)
+    fn = _decoders.get((s, version, fast))
     if fn is None:
-        fn = _decoders[(s, version)] = _build_decoder(s, version)
+        fn = _decoders[(s, version, fast)] = (_build_fast(s, version, decoder(s, version, False)) if fast else
+                                              _build_decoder(s, version))
     return fn
 
 
