@@ -175,7 +175,7 @@ def test_plain_records_read_as_field_by_field_even_when_damaged(recs, flag, dama
     plain = decode_batch(bytes(blob), verify_crc=False)
     with pytest.MonkeyPatch.context() as m:
         m.setattr(batch_module, "_plain_head", _field_by_field)
-        m.setattr(batch_module, "_PLAIN_HEADS", {})
+        m.setattr(batch_module, "_PLAIN_HEADS", batch_module._PlainHeads())
         general = decode_batch(bytes(blob), verify_crc=False)
     assert _slots(plain) == _slots(general)
     if not damage:

@@ -327,11 +327,19 @@ _SMALL_PAYLOADS: dict[bytes, tuple] = {}
 _SMALL_PAYLOAD_MAX = 48
 
 
-#: A plain record's first seven bytes -> (its size, attributes, timestamp delta, offset delta, where its
-#: value starts), False for
-#: heads that are not plain (see ``_plain_head``): a metadata log's records share a few hundred heads, so
-#: each is checked once. Bounded.
-_PLAIN_HEADS: dict[bytes, tuple | bool] = {}
+class _PlainHeads(dict):
+    """A plain record's first seven bytes -> (its size, attributes, timestamp delta, offset delta, where
+    its value starts), False for heads that are not plain (``_plain_head`` says which): a metadata log's
+    records share a few hundred heads, so each is checked once. Bounded."""
+
+    def __missing__(self, head: bytes) -> tuple | bool:
+        if len(self) >= _PLAIN_HEADS_MAX:
+            self.clear()
+        out = self[head] = _plain_head(head)
+        return out
+
+
+_PLAIN_HEADS = _PlainHeads()
 _PLAIN_HEADS_MAX = 4096
 
 
@@ -349,11 +357,7 @@ def _plain_head(head: bytes) -> tuple | bool:
     else:  # an offset delta of two bytes: a batch of more than 63 records
         plain = y == 1 and not (n | attributes | t | x | z) & 0x80 and not (n | z) & 1 and n >> 1 == 7 + (z >> 1)
         o = (o & 0x7F) | x << 7
-    if len(_PLAIN_HEADS) >= _PLAIN_HEADS_MAX:
-        _PLAIN_HEADS.clear()
-    out = _PLAIN_HEADS[head] = plain and (1 + (n >> 1), attributes, (t >> 1) ^ -(t & 1), (o >> 1) ^ -(o & 1),
-                                          6 + two)
-    return out
+    return plain and (1 + (n >> 1), attributes, (t >> 1) ^ -(t & 1), (o >> 1) ^ -(o & 1), 6 + two)
 
 
 def _decode_records(batch: Batch, buf: bytes) -> None:
@@ -372,12 +376,9 @@ def _decode_records(batch: Batch, buf: bytes) -> None:
     end = len(buf)
     pos = 0
     new = object.__new__
-    heads, plain_head = _PLAIN_HEADS, _plain_head
+    heads = _PLAIN_HEADS
     for i in range(batch.records_count):
-        head = buf[pos : pos + 7]
-        h = heads.get(head)
-        if h is None:
-            h = plain_head(head)
+        h = heads[buf[pos : pos + 7]]
         if h:
             size, attributes, ts_delta, offset_delta, at = h
             body_end = pos + size
