@@ -14,7 +14,7 @@ from kraftlog.schema import (
     is_secret_config,
     redact,
 )
-from kraftlog.schema.codegen import decoder, source_of
+from kraftlog.schema.codegen import decoder, source_of, whole_decoder
 from kraftlog.schema.metadata import BY_API_KEY
 from kraftlog.schema.render import compact_json, java_double
 
@@ -47,12 +47,12 @@ def test_compact_json_follows_jackson():
 
 
 def test_generated_source_is_readable():
-    text = source_of(decoder(BY_API_KEY[2], 0, fast=False))
+    text = source_of(decoder(BY_API_KEY[2], 0))
     assert text.startswith("def decode_TopicRecord_v0(buf, pos, unk):")
     assert "f_name = str(buf[pos:pos + " in text
-    fast = source_of(decoder(BY_API_KEY[2], 0))
-    assert fast.startswith("def decode_TopicRecord_v0_fast(buf, pos, unk):")
-    assert "f_name = str(buf[pos:pos + " in fast and fast.endswith("return _general(buf, start, unk)\n")
+    whole = source_of(whole_decoder(BY_API_KEY[2], 0))
+    assert whole.startswith("def decode_TopicRecord_v0_whole(buf, pos):")
+    assert "f_name = str(buf[pos:pos + " in whole and whole.endswith("return None\n")
 
 
 # --- redaction -------------------------------------------------------------------------------

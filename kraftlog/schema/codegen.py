@@ -332,55 +332,61 @@ def _build_decoder(s: Struct, version: int) -> Callable:
     return _compile(src, ns, f"decode_{s.name}_v{version}", "buf, pos, unk" if top else "buf, pos, unk, path")
 
 
-def _build_fast(s: Message, version: int, general: Callable) -> Callable:
-    """A record's decoder for the tag sections writers write: each known tag at most once, in ascending
-    order, one-byte tag and size, the value exactly filling its size. Those fields go straight into the
-    result (no defaults to set, no tag loop); the untagged fields are read by ``general``'s own code.
-    Anything else (no tags known, unknown or repeated tags, tags out of order, a read that fails or
-    overruns) is handed to ``general`` from the record's start, which gives its result or raises its
-    error: what ``general`` gives for any bytes. ``general`` itself when the schema's dict order
-    (untagged fields first, tagged ones by ascending tag) does not allow filling in wire order."""
+def _build_whole(s: Message, version: int) -> Callable | None:
+    """A record's decoder for values as writers write them: each known tag at most once, in ascending
+    order, one-byte tag and size, each value exactly filling its size, no unknown tags, nothing after
+    the body. The tag section is read without a loop and, where the schema's dict order is wire order
+    (untagged fields first, tagged ones by ascending tag), tagged fields go straight into the result
+    (no defaults to set); the fields' own reads are the general decoder's code. ``fn(buf, pos) ->
+    data``, or None for anything else (a read that fails or overruns, tags out of order, repeated or
+    unknown, bytes left over): the caller then reads the value with the general decoder, which gives
+    its result or its error. None (no such decoder) for tags above 127."""
     fields = s.fields_at(version)
-    tagged = [f for f in fields if f.tag is not None]
+    tagged = sorted((f for f in fields if f.tag is not None), key=lambda f: f.tag)
+    if any(f.tag > 127 for f in tagged):
+        return None
     first = next((k for k, f in enumerate(fields) if f.tag is not None), len(fields))
-    if (any(f.tag is None for f in fields[first:]) or [f.tag for f in tagged] != sorted(f.tag for f in tagged)
-            or any(f.tag > 127 for f in tagged)):
-        return general
+    in_order = fields[first:] == tagged
     src = _Source()
     ns = dict(_HELPERS)
-    ns["_general"] = general
     ns["_ERRORS"] = DECODE_ERRORS
-    # a struct's decoder keeps its unknown tags in ``unk`` as it goes: a record handed on drops them first
+    # a struct's decoder keeps its unknown tags in ``unk`` as it goes: a value with some is not whole
     nested = any(isinstance(f.type, Struct) or isinstance(f.type, Array) and isinstance(f.type.element, Struct)
                  for f in fields)
-    src.emit("start = pos" + ("; kept = len(unk)" if nested else ""))
+    whole = "pos == end and not unk" if nested else "pos == end"
     src.emit("try:")
     with src.indent():
-        src.emit("end = len(buf)")
+        src.emit("end = len(buf)" + ("; unk = []" if nested else ""))
         _read_untagged(src, ns, fields, version, True)
-        src.emit(f"d = {{{', '.join(f'{f.json!r}: {_var(f)}' for f in fields[:first])}}}")
-        src.emit("n = buf[pos]; pos += 1")
-        src.emit("if not n: return d, pos")
-        if tagged:
-            src.emit("if n < 128:")
-        with src.indent(bool(tagged)):
+        if in_order:
+            src.emit(f"d = {{{', '.join(f'{f.json!r}: {_var(f)}' for f in fields[:first])}}}")
+        else:
             for f in tagged:
-                src.emit(f"if buf[pos] == {f.tag} and buf[pos + 1] < 128:")
-                with src.indent():
-                    src.emit("tag_end = pos + 2 + buf[pos + 1]; pos += 2")
-                    src.emit("if tag_end > end: raise _Malformed('')")
-                    _read_value(src, ns, f.type, _var(f), f, version, True)
-                    src.emit("if pos != tag_end: raise _Malformed('')")
+                src.emit(f"{_var(f)} = {f.default_value()!r}")
+        src.emit("n = buf[pos]; pos += 1")
+        if in_order:
+            src.emit(f"if not n: return d if {whole} else None")
+        src.emit("if n > 127: return None")
+        for f in tagged:
+            src.emit(f"if {'' if in_order else 'n and '}buf[pos] == {f.tag} and buf[pos + 1] < 128:")
+            with src.indent():
+                src.emit("tag_end = pos + 2 + buf[pos + 1]; pos += 2")
+                src.emit("if tag_end > end: return None")
+                _read_value(src, ns, f.type, _var(f), f, version, True)
+                src.emit("if pos != tag_end: return None")
+                src.emit("n -= 1")
+                if in_order:
                     src.emit(f'if {_differs(f, _var(f))}: d["{f.json}"] = {_var(f)}')
-                    src.emit("n -= 1")
-                    src.emit("if not n: return d, pos")
+                    src.emit(f"if not n: return d if {whole} else None")
+        if not in_order:
+            src.emit(f"if n or not {whole}: return None" if tagged else f"if not {whole}: return None")
+            _build_dict(src, fields)
+            src.emit("return d")
     src.emit("except _ERRORS:")
     with src.indent():
         src.emit("pass")
-    if nested:
-        src.emit("del unk[kept:]")
-    src.emit("return _general(buf, start, unk)")
-    return _compile(src, ns, f"decode_{s.name}_v{version}_fast", "buf, pos, unk", located=False)
+    src.emit("return None")
+    return _compile(src, ns, f"decode_{s.name}_v{version}_whole", "buf, pos", located=False)
 
 
 # ---------------------------------------------------------------------------------------- encoders
@@ -470,19 +476,27 @@ def _compile(src: _Source, ns: dict, name: str, params: str, located: bool = Tru
     return fn
 
 
-_decoders: dict[tuple[Struct, int, bool], Callable] = {}
+_decoders: dict[tuple[Struct, int], Callable] = {}
 _encoders: dict[tuple[Struct, int], Callable] = {}
 
 
-def decoder(s: Struct, version: int, fast: bool = True) -> Callable:
-    """The generated decoder of ``s`` at ``version`` (built on first use, then cached): for a record
-    (``Message``) its fast path (``_build_fast``) unless ``fast`` is false; the general one otherwise."""
-    fast = fast and isinstance(s, Message)
-    fn = _decoders.get((s, version, fast))
+def decoder(s: Struct, version: int) -> Callable:
+    """The generated decoder of ``s`` at ``version`` (built on first use, then cached)."""
+    fn = _decoders.get((s, version))
     if fn is None:
-        fn = _decoders[(s, version, fast)] = (_build_fast(s, version, decoder(s, version, False)) if fast else
-                                              _build_decoder(s, version))
+        fn = _decoders[(s, version)] = _build_decoder(s, version)
     return fn
+
+
+_wholes: dict[tuple[Message, int], Callable | None] = {}
+
+
+def whole_decoder(s: Message, version: int) -> Callable | None:
+    """The generated whole-value decoder of record ``s`` at ``version`` (``_build_whole``), None if it has none."""
+    key = (s, version)
+    if key not in _wholes:
+        _wholes[key] = _build_whole(s, version)
+    return _wholes[key]
 
 
 def encoder(s: Struct, version: int) -> Callable:

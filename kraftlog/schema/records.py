@@ -12,7 +12,15 @@ import struct
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from kraftlog.schema.codegen import DECODE_ERRORS, ENCODE_ERRORS, decoder, encoder, locate, uuid_text
+from kraftlog.schema.codegen import (
+    DECODE_ERRORS,
+    ENCODE_ERRORS,
+    decoder,
+    encoder,
+    locate,
+    uuid_text,
+    whole_decoder,
+)
 from kraftlog.schema.fields import STRING, UUID, Fixed, Message
 from kraftlog.schema.metadata import BY_API_KEY, BY_TYPE_NAME
 from kraftlog.schema.render import b64, compact_json, jsonable
@@ -122,6 +130,9 @@ def _read_frame(value: bytes) -> tuple[int, int, int]:
 
 
 _decoders: dict[int, Callable] = {}  # by api_key << 16 | version, for the versions the table declares
+#: The whole-value decoders (``codegen.whole_decoder``) by a value's first three bytes (frame version,
+#: api key and version, each a one-byte varint), for the versions the table declares.
+_wholes: dict[bytes, Callable] = {}
 
 
 def _decoder_for(api_key: int, version: int) -> tuple[Callable, int | None]:
@@ -136,6 +147,9 @@ def _decoder_for(api_key: int, version: int) -> tuple[Callable, int | None]:
     if version > message.highest_version:  # every record's versions start at 0
         return decoder(message, message.highest_version), message.highest_version
     fn = _decoders[api_key << 16 | version] = decoder(message, version)
+    whole = whole_decoder(message, version)
+    if whole is not None and api_key < 0x80 and version < 0x80:
+        _wholes[bytes((FRAME_VERSION, api_key, version))] = whole
     return fn, None
 
 
@@ -203,6 +217,19 @@ def decode_metadata(value: bytes) -> MetadataRecord:
 
 
 def _decode_metadata(value: bytes) -> MetadataRecord:
+    whole = _wholes.get(value[:3])
+    if whole is not None:
+        data = whole(value, 3)
+        if data is not None:  # a value as writers write it, read by its whole-value decoder
+            rec = _new_record(MetadataRecord)  # its slots set here: cheaper than a call into __init__
+            rec.api_key = value[1]
+            rec.version = value[2]
+            rec.data = data
+            rec.unknown_tags = ()
+            rec.error = None
+            rec.raw = value
+            rec.decoded_as = None
+            return rec
     api_key = version = -1
     try:
         if len(value) > 2 and value[0] == FRAME_VERSION and value[1] < 0x80 and value[2] < 0x80:
@@ -228,7 +255,7 @@ def _decode_metadata(value: bytes) -> MetadataRecord:
         return MetadataRecord(api_key, version, {}, (), error, value)
     if unknown or decoded_as is not None:
         return MetadataRecord(api_key, version, data, tuple(unknown), None, value, decoded_as)
-    rec = _new_record(MetadataRecord)  # the usual record, its slots set here: cheaper than a call into __init__
+    rec = _new_record(MetadataRecord)
     rec.api_key = api_key
     rec.version = version
     rec.data = data
