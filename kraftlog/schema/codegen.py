@@ -368,12 +368,31 @@ def _build_whole(s: Message, version: int) -> Callable | None:
             src.emit(f"if not n: return d if {whole} else None")
         src.emit("if n > 127: return None")
         for f in tagged:
-            src.emit(f"if {'' if in_order else 'n and '}buf[pos] == {f.tag} and buf[pos + 1] < 128:")
+            t = f.type
+            fixed = isinstance(t, Fixed) and t is not UUID  # a size that is not its width: not read here
+            src.emit(f"if {'' if in_order else 'n and '}buf[pos] == {f.tag} and buf[pos + 1] "
+                     f"{f'== {t.size}' if fixed else '< 128'}:")
             with src.indent():
-                src.emit("tag_end = pos + 2 + buf[pos + 1]; pos += 2")
-                src.emit("if tag_end > end: return None")
-                _read_value(src, ns, f.type, _var(f), f, version, True)
-                src.emit("if pos != tag_end: return None")
+                if fixed:
+                    fn = _struct_fn(src, ns, t.code)
+                    src.emit(f"{_var(f)}, = {fn}(buf, pos + 2); pos += {2 + t.size}")
+                elif isinstance(t, Array) and isinstance(t.element, Fixed) and t.element is not UUID:
+                    # a count that fills the size exactly (both one-byte varints), the elements unpacked
+                    # at once (a short buffer is struct.error): the general read, less what the size says
+                    e = t.element
+                    ns[f"_arr_{e.code}"] = _packed_arrays(e.code)
+                    src.emit("size = buf[pos + 1]; count = buf[pos + 2] - 1")
+                    src.emit(f"if size == 1 + {e.size} * count and count >= 0:")
+                    with src.indent():
+                        src.emit(f"{_var(f)} = list(_arr_{e.code}[count](buf, pos + 3)); pos += 2 + size")
+                    if f.nullable_in(version):
+                        src.emit(f"elif size == 1 and count == -1: {_var(f)} = None; pos += 3")
+                    src.emit("else: return None")
+                else:
+                    src.emit("tag_end = pos + 2 + buf[pos + 1]; pos += 2")
+                    src.emit("if tag_end > end: return None")
+                    _read_value(src, ns, t, _var(f), f, version, True)
+                    src.emit("if pos != tag_end: return None")
                 src.emit("n -= 1")
                 if in_order:
                     src.emit(f'if {_differs(f, _var(f))}: d["{f.json}"] = {_var(f)}')
