@@ -130,9 +130,24 @@ def _read_frame(value: bytes) -> tuple[int, int, int]:
 
 
 _decoders: dict[int, Callable] = {}  # by api_key << 16 | version, for the versions the table declares
-#: The whole-value decoders (``codegen.whole_decoder``) by a value's first three bytes (frame version,
-#: api key and version, each a one-byte varint), for the versions the table declares.
-_wholes: dict[bytes, Callable] = {}
+
+
+class _Wholes(dict):
+    """A value's first three bytes -> the whole-value decoder (``codegen.whole_decoder``) of the record
+    version they name (frame version 1, api key and version of one-byte varints, a version the table
+    declares), or None. Built on first sight, so a record type always read whole never builds its
+    general decoder. At most 128 * 128 entries: other prefixes are not kept."""
+
+    def __missing__(self, head: bytes) -> Callable | None:
+        if len(head) < 3 or head[0] != FRAME_VERSION or head[1] > 0x7F or head[2] > 0x7F:
+            return None
+        message = BY_API_KEY.get(head[1])
+        fn = self[head] = (whole_decoder(message, head[2])
+                           if message is not None and head[2] <= message.highest_version else None)
+        return fn
+
+
+_wholes = _Wholes()
 
 
 def _decoder_for(api_key: int, version: int) -> tuple[Callable, int | None]:
@@ -147,9 +162,6 @@ def _decoder_for(api_key: int, version: int) -> tuple[Callable, int | None]:
     if version > message.highest_version:  # every record's versions start at 0
         return decoder(message, message.highest_version), message.highest_version
     fn = _decoders[api_key << 16 | version] = decoder(message, version)
-    whole = whole_decoder(message, version)
-    if whole is not None and api_key < 0x80 and version < 0x80:
-        _wholes[bytes((FRAME_VERSION, api_key, version))] = whole
     return fn, None
 
 
@@ -217,7 +229,7 @@ def decode_metadata(value: bytes) -> MetadataRecord:
 
 
 def _decode_metadata(value: bytes) -> MetadataRecord:
-    whole = _wholes.get(value[:3])
+    whole = _wholes[value[:3]]
     if whole is not None:
         data = whole(value, 3)
         if data is not None:  # a value as writers write it, read by its whole-value decoder
