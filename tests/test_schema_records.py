@@ -444,8 +444,9 @@ def test_unregister_controller_record_is_api_key_29():
 def fresh_cache(monkeypatch):
     """``decode_metadata``'s cache as a new process has it, smaller (the tests fill it)."""
     monkeypatch.setattr(records, "_recent", {})
-    monkeypatch.setattr(records, "_older", {})
+    monkeypatch.setattr(records, "_full", 4)
     monkeypatch.setattr(records, "_RECENT_ENTRIES", 4)
+    monkeypatch.setattr(records, "_RARE_FULL", 6)
     monkeypatch.setattr(records, "_RECENT_VALUE_BYTES", 64)
     monkeypatch.setattr(records, "_PAYS", 2)
     monkeypatch.setattr(records, "_REST", 8)
@@ -458,7 +459,7 @@ def _fences(n: int, start: int = 0) -> list[bytes]:
 
 
 def _cached() -> set[bytes]:
-    return set(records._recent) | set(records._older)
+    return set(records._recent)
 
 
 def test_a_value_decoded_again_is_the_same_record_in_any_buffer(fresh_cache):
@@ -481,23 +482,23 @@ def rare_full_collections():
 
 
 def test_the_cache_keeps_about_the_most_recent_values_and_is_bounded(fresh_cache, rare_full_collections):
-    """While full collections are rare, two generations of ``_RECENT_ENTRIES`` values: a value found in
-    the old one moves to the new and so outlives the next turn; one not seen again is dropped; a value
-    over ``_RECENT_VALUE_BYTES`` is not kept. What it gives is what decoding gives."""
+    """While full collections are rare, up to ``_RARE_FULL`` values; when full, the ``_RECENT_ENTRIES``
+    decoded last are kept (a value found again is not moved); a value over ``_RECENT_VALUE_BYTES`` is not
+    kept. What it gives is what decoding gives."""
     values = _fences(12)
-    first = [decode_metadata(v) for v in values[:8]]  # two generations full
-    assert _cached() == set(values[:8])
-    assert decode_metadata(values[0]) is first[0]  # from the old generation into the new
-    for v in values[8:]:
-        decode_metadata(v)
-    assert _cached() == {values[0], *values[8:]} and len(records._recent) <= 4
-    assert decode_metadata(values[0]) is first[0] and decode_metadata(values[1]) is not first[1]
+    first = [decode_metadata(v) for v in values[:6]]  # full: six
+    assert list(records._recent) == values[:6]
+    assert decode_metadata(values[0]) is first[0] and decode_metadata(values[3]) is first[3]
+    decode_metadata(values[6])
+    assert list(records._recent) == values[2:7]  # the four decoded last kept, then the new one
+    assert decode_metadata(values[3]) is first[3] and decode_metadata(values[0]) is not first[0]
+    assert list(records._recent) == [*values[2:7], values[0]]
     assert [decode_metadata(v) for v in values] == [records._decode_metadata(v) for v in values]
     big = encode_metadata("TOPIC_RECORD", 0, {"name": "t" * 80, "topicId": "3ql6QVjQQWKGtGd-HqfNxA"})
     assert decode_metadata(big) == decode_metadata(big) and big not in _cached()
     for v in _fences(100, start=50):
         decode_metadata(v)
-    assert len(records._recent) <= 4 and len(records._older) <= 4
+        assert len(records._recent) <= 6
 
 
 def test_with_full_collections_as_usual_the_cache_keeps_one_generation(fresh_cache):
@@ -505,7 +506,7 @@ def test_with_full_collections_as_usual_the_cache_keeps_one_generation(fresh_cac
     is dropped, not kept as the older one."""
     values = _fences(9)
     first = [decode_metadata(v) for v in values for _ in range(2)][::2]  # each seen twice: the fills pay
-    assert _cached() == {values[8]} and records._older == {} and records._resting == 0
+    assert _cached() == {values[8]} and records._resting == 0
     assert decode_metadata(values[0]) is not first[0] and decode_metadata(values[0]) == first[0]
 
 
