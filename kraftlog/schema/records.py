@@ -269,17 +269,7 @@ def _decode_metadata(value: bytes) -> MetadataRecord:
                  f"{BY_API_KEY[api_key].name} v{version} (body ends at byte {pos})" if decoded_as is None else
                  _newer(api_key, version, f"{len(value) - pos} byte(s) are left after its body (ends at byte {pos})"))
         return MetadataRecord(api_key, version, {}, (), error, value)
-    if unknown or decoded_as is not None:
-        return MetadataRecord(api_key, version, data, tuple(unknown), None, value, decoded_as)
-    rec = _new_record(MetadataRecord)
-    rec.api_key = api_key
-    rec.version = version
-    rec.data = data
-    rec.unknown_tags = ()
-    rec.error = None
-    rec.raw = value
-    rec.decoded_as = None
-    return rec
+    return MetadataRecord(api_key, version, data, tuple(unknown) if unknown else (), None, value, decoded_as)
 
 
 _new_record = object.__new__
