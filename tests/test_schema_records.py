@@ -547,3 +547,15 @@ def test_the_walk_and_the_reader_share_one_cache(fresh_cache, tmp_path):
     assert [r.data["id"] for r in walked] == [0, 1, 2]
     assert all(a is b is decode_metadata(v) for a, b, v in zip(walked, read, values, strict=True))
     assert _cached() == set(values)
+
+
+def test_whole_value_decoders_are_kept_for_record_frames_only():
+    """Values whose first three bytes are no record frame of one-byte varints (noise, a frame version
+    other than 1, two-byte api keys) leave nothing behind; the frames kept are at most 128 x 128."""
+    before = dict(records._wholes)
+    for i in range(2000):
+        decode_metadata(bytes((i % 250 + 2, 0x80 | i % 128, i % 7)) + b"noise")
+        decode_metadata(bytes((1, 0x80 | i % 128, 1, i % 5)))
+    assert records._wholes == before
+    assert decode_metadata(bytes((1, 120, 0, 0))).error == "UnsupportedVersionException: Unknown metadata id 120"
+    assert records._wholes[bytes((1, 120, 0))] is None and len(records._wholes) <= 128 * 128

@@ -314,3 +314,14 @@ def test_crc32c_rows_reads_rows_in_place():
     rows = np.ndarray((n, step - start), np.uint8, buf, start, (step, 1))
     assert crc32c_rows(rows).tolist() == [crc32c(buf[i * step + start : (i + 1) * step].tobytes()) for i in range(n)]
     assert crc32c_rows(rows[:0]).tolist() == []
+
+
+def test_plain_heads_are_bounded(monkeypatch):
+    """Batches whose records have thousands of distinct heads (offset deltas of two bytes, many value
+    lengths): the heads kept stay under ``_PLAIN_HEADS_MAX`` and the records are what they were."""
+    monkeypatch.setattr(batch_module, "_PLAIN_HEADS", batch_module._PlainHeads())
+    monkeypatch.setattr(batch_module, "_PLAIN_HEADS_MAX", 64)
+    recs = [Record(0, 0, None, b"v" * (i % 40), (), 0, 0, i) for i in range(300)]
+    b = decode_batch(encode_batch(recs, base_offset=5, base_timestamp=1000))
+    assert b.error is None and [(r.value, r.offset) for r in b.records] == [(r.value, 5 + i) for i, r in enumerate(recs)]
+    assert 0 < len(batch_module._PLAIN_HEADS) <= 64
