@@ -446,7 +446,7 @@ def fresh_cache(monkeypatch):
     monkeypatch.setattr(records, "_recent", {})
     monkeypatch.setattr(records, "_full", 4)
     monkeypatch.setattr(records, "_RECENT_ENTRIES", 4)
-    monkeypatch.setattr(records, "_RARE_FULL", 6)
+    monkeypatch.setattr(records, "_RARE_FULL", 8)
     monkeypatch.setattr(records, "_RECENT_VALUE_BYTES", 64)
     monkeypatch.setattr(records, "_PAYS", 2)
     monkeypatch.setattr(records, "_REST", 8)
@@ -486,19 +486,19 @@ def test_the_cache_keeps_about_the_most_recent_values_and_is_bounded(fresh_cache
     decoded last are kept (a value found again is not moved); a value over ``_RECENT_VALUE_BYTES`` is not
     kept. What it gives is what decoding gives."""
     values = _fences(12)
-    first = [decode_metadata(v) for v in values[:6]]  # full: six
-    assert list(records._recent) == values[:6]
-    assert decode_metadata(values[0]) is first[0] and decode_metadata(values[3]) is first[3]
-    decode_metadata(values[6])
-    assert list(records._recent) == values[2:7]  # the four decoded last kept, then the new one
-    assert decode_metadata(values[3]) is first[3] and decode_metadata(values[0]) is not first[0]
-    assert list(records._recent) == [*values[2:7], values[0]]
+    first = [decode_metadata(v) for v in values[:8]]  # full: eight
+    assert list(records._recent) == values[:8]
+    assert decode_metadata(values[0]) is first[0] and decode_metadata(values[5]) is first[5]
+    decode_metadata(values[8])
+    assert list(records._recent) == values[4:9]  # the four decoded last kept, then the new one
+    assert decode_metadata(values[5]) is first[5] and decode_metadata(values[0]) is not first[0]
+    assert list(records._recent) == [*values[4:9], values[0]]
     assert [decode_metadata(v) for v in values] == [records._decode_metadata(v) for v in values]
     big = encode_metadata("TOPIC_RECORD", 0, {"name": "t" * 80, "topicId": "3ql6QVjQQWKGtGd-HqfNxA"})
     assert decode_metadata(big) == decode_metadata(big) and big not in _cached()
     for v in _fences(100, start=50):
         decode_metadata(v)
-        assert len(records._recent) <= 6
+        assert len(records._recent) <= 8
 
 
 def test_with_full_collections_as_usual_the_cache_keeps_one_generation(fresh_cache):

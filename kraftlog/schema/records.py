@@ -180,15 +180,16 @@ def _newer(api_key: int, version: int, reason: str) -> str:
 #: the garbage collector, whose full collections visit them all:
 #: - while full collections are rare (the oldest generation's threshold raised above ``_GC_OLD``, as
 #:   ``files.reader`` and replay do while they read), it holds up to ``_RARE_FULL`` values and, when
-#:   full, keeps the ``_RECENT_ENTRIES`` decoded last (a value found again is not moved): at most as
-#:   many as an older generation that hits move out of held (24.6 k on a dense log), for one lookup a
-#:   miss instead of two and no moves (a dense log's object decode 0.57 -> 0.53 CPU-s, 56 MB both);
+#:   full, keeps the ``_RECENT_ENTRIES`` decoded last (a value found again is not moved): the 16-32 k
+#:   values decoded last, the bound the older generation that hits moved out of had, for one lookup a
+#:   miss instead of two and no moves (a dense log's object decode 0.54 -> 0.50 CPU-s; its peak RSS
+#:   56 -> 60 MB, as the two generations seldom held their 32 k; quiet logs' unchanged);
 #: - otherwise it holds ``_RECENT_ENTRIES`` and is dropped when full, and after a fill hit fewer than
 #:   ``_PAYS`` times (the columnar walks, which decode each distinct value of a walk once, on a dense log)
 #:   the next ``_REST`` values are decoded without it: the records kept alive would cost more in
 #:   collections than the decodes they save.
 _RECENT_ENTRIES, _RECENT_VALUE_BYTES = 1 << 14, 512
-_RARE_FULL = 3 * _RECENT_ENTRIES // 2
+_RARE_FULL = 2 * _RECENT_ENTRIES
 _PAYS, _REST = _RECENT_ENTRIES // 4, 16 * _RECENT_ENTRIES
 _GC_OLD = gc.get_threshold()[2]
 _recent: dict[bytes, MetadataRecord] = {}
