@@ -148,11 +148,43 @@ def _varied() -> dict[str, bytes]:
 
 
 @pytest.mark.parametrize("name", list(_varied()))
-def test_records_of_every_shape(name):
+@pytest.mark.parametrize("lockstep", [walk_module._LOCKSTEP, 1])
+def test_records_of_every_shape(name, lockstep, monkeypatch):
+    """Records framed batch by batch, and in vector steps over every batch (``_frame``)."""
+    monkeypatch.setattr(walk_module, "_LOCKSTEP", lockstep)
     buf = _varied()[name]
     walked = by_walk(buf)
     assert walked == by_reader(buf)
     assert sum(len(b[3]) for b in walked[0]) > 1000
+
+
+def _plain(batches: int = 150) -> bytes:
+    """Uncompressed batches of 2 to 160 plain records (null key, no headers) with values of 0 to
+    2,000 bytes (record lengths of one and two varint bytes), some repeated."""
+    rng = random.Random(18)
+    values = [bytes(rng.randrange(256) for _ in range(rng.choice([0, 8, 50, 63, 64, 300, 2000]))) for _ in range(40)]
+    return b"".join(encode_batch([Record(0, 0, None, rng.choice(values), offset_delta=k,
+                                         timestamp_delta=rng.choice([0, 7, -2, 8000]))
+                                  for k in range(rng.choice([2, 3, 40, 160]))],
+                                 base_offset=200 * i, base_timestamp=1_700_000_000_000 + i)
+                    for i in range(batches))
+
+
+@pytest.mark.parametrize("lockstep", [walk_module._LOCKSTEP, 1, 10**6])
+def test_plain_records_are_read_as_columns(lockstep, monkeypatch):
+    """Every record of a plain batch is framed and read as columns (the batch decoder is never
+    called), by vector steps over many batches or one batch at a time, as the reader reads them."""
+    monkeypatch.setattr(walk_module, "_LOCKSTEP", lockstep)
+    buf = _plain()
+
+    def refused(*args, **kwargs):
+        raise AssertionError("a plain batch went to decode_batch_at")
+
+    monkeypatch.setattr(walk_module, "decode_batch_at", refused)
+    walked = by_walk(buf)
+    monkeypatch.undo()
+    assert walked == by_reader(buf)
+    assert sum(len(b[3]) for b in walked[0]) > 5000
 
 
 @pytest.mark.parametrize("name", list(_damaged()))

@@ -94,19 +94,32 @@ class Walk:
 
 
 class _Records:
-    """Records collected batch by batch, beside the vectorised one-record batches; their (key, value)
-    pairs interned, so that a value repeated in a walk is decoded and looked up once."""
+    """Records collected batch by batch (lists) and as columns (``parts``), beside the vectorised
+    one-record batches; their (key, value) pairs interned, so that a value repeated in a walk is
+    decoded and looked up once."""
 
     def __init__(self) -> None:
         self.batch: list[int] = []
         self.offset: list[int] = []
         self.timestamp: list[int] = []
         self.kv: list[int] = []
+        #: (batch, offset, timestamp, kv) columns of records read as columns
+        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         self.ids: dict[tuple[bytes | None, bytes | None], int] = {}  # (key, value) -> index into ``Walk.kv``
 
     def intern(self, pairs) -> list[int]:
         ids = self.ids
         return [ids.setdefault(p, len(ids)) for p in pairs]
+
+    def intern_values(self, values: list[bytes]) -> np.ndarray:
+        """``intern`` of (None, value) for each of ``values``: each value hashed once, each
+        distinct one interned once, in the order they first occur."""
+        n = len(values)
+        seen: dict[bytes, int] = {}
+        first = np.fromiter(map(seen.setdefault, values, range(n)), np.int64, n)  # where each first occurs
+        new = first == np.arange(n)
+        ids = np.asarray(self.intern([(None, values[i]) for i in np.flatnonzero(new).tolist()]), np.int64)
+        return ids[np.cumsum(new)[first] - 1]
 
     def add(self, batch_index: int, records) -> None:
         self.batch += [batch_index] * len(records)
@@ -427,17 +440,10 @@ def _plain_records(buf: bytes, u8: np.ndarray, w: Walk, batches: np.ndarray, slo
     shape a metadata log's records have (short varints, null key, a value, no headers); returns which
     of ``batches`` were read (the others are for ``decode_batch_at``, which reports what is wrong)."""
     h = w.header
-    starts: list[int] = []
-    ends: list[int] = []
-    owner: list[int] = []
     first = w.positions[batches] + HEADER_SIZE
     last = w.positions[batches] + LOG_OVERHEAD + h["batchLength"][batches]
-    for i, a, z, count in zip(batches.tolist(), first.tolist(), last.tolist(), h["recordsCount"][batches].tolist(),
-                              strict=True):
-        mark = len(starts)
-        if _bodies(buf, a, z, count, starts, ends):
-            owner += [i] * (len(starts) - mark)
-    start, end, batch = (np.asarray(x, np.int64) for x in (starts, ends, owner))
+    start, end, owner = _frame(buf, u8, first, last, h["recordsCount"][batches].astype(np.int64))
+    batch = batches[owner]
     ts_delta, at, ok = _varints(u8, start + 1)  # after the attributes byte
     offset_delta, at, ok2 = _varints(u8, at)
     ok &= ok2 & (u8[np.minimum(at, len(u8) - 1)] == 1)  # a null key
@@ -449,11 +455,62 @@ def _plain_records(buf: bytes, u8: np.ndarray, w: Walk, batches: np.ndarray, slo
     keep = read[batch]
     batch, ts_delta, offset_delta, at, length = batch[keep], ts_delta[keep], offset_delta[keep], at[keep], length[keep]
     offsets, timestamps = _absolute(h, batch, offset_delta, ts_delta)
-    slow.batch += batch.tolist()
-    slow.offset += offsets.tolist()
-    slow.timestamp += timestamps.tolist()
-    slow.kv += slow.intern((None, buf[a:z]) for a, z in zip(at.tolist(), (at + length).tolist(), strict=True))
+    values = [buf[a:z] for a, z in zip(at.tolist(), (at + length).tolist(), strict=True)]
+    slow.parts.append((batch, offsets, timestamps, slow.intern_values(values)))
     return read
+
+
+#: Batches still being framed below which ``_frame`` frames the rest one by one (a step of the
+#: vector loop costs as much as framing some hundred records in Python).
+_LOCKSTEP = 64
+
+
+def _frame(buf: bytes, u8: np.ndarray, first: np.ndarray, last: np.ndarray, count: np.ndarray
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(start, end, batch) of each record body, in file order, of the batches (``batch`` indexes
+    ``first``) whose ``count`` records' length varints (of one or two bytes, as ``_bodies`` reads
+    them) frame them exactly from ``first`` up to ``last``. The k-th records of all batches are
+    framed in one vector step while many batches have a k-th record; the last few go by ``_bodies``."""
+    pos, left = first.copy(), count.copy()
+    failed = np.zeros(len(first), bool)
+    top = len(u8) - 1
+    starts, ends, owners = [], [], []
+    act = np.flatnonzero(left > 0)
+    while act.size >= _LOCKSTEP:
+        p, e = pos[act], last[act]
+        b0 = u8[np.minimum(p, top)].astype(np.int64)
+        b1 = u8[np.minimum(p + 1, top)].astype(np.int64)
+        one = b0 < 0x80
+        u = np.where(one, b0, (b0 & 0x7F) | (b1 << 7))
+        n = (u >> 1) ^ -(u & 1)
+        s = p + 2 - one
+        good = (p < e) & (one | ((p + 1 < e) & (b1 < 0x80))) & (n >= 6) & (s + n <= e)
+        failed[act[~good]] = True
+        act, s = act[good], s[good]
+        z = s + n[good]
+        starts.append(s)
+        ends.append(z)
+        owners.append(act)
+        pos[act] = z
+        left[act] -= 1
+        act = act[left[act] > 0]
+    tail_starts: list[int] = []
+    tail_ends: list[int] = []
+    tail_owners: list[int] = []
+    for i in act.tolist():
+        mark = len(tail_starts)
+        if _bodies(buf, int(pos[i]), int(last[i]), int(left[i]), tail_starts, tail_ends):
+            tail_owners += [i] * (len(tail_starts) - mark)
+            pos[i] = last[i]
+        else:
+            failed[i] = True
+    framed = ~failed & (pos == last)
+    start = np.concatenate([*starts, np.asarray(tail_starts, np.int64)])
+    end = np.concatenate([*ends, np.asarray(tail_ends, np.int64)])
+    owner = np.concatenate([*owners, np.asarray(tail_owners, np.int64)])
+    keep = framed[owner]
+    order = np.argsort(start[keep], kind="stable")
+    return start[keep][order], end[keep][order], owner[keep][order]
 
 
 def _remember(buf: bytes, pos: int, payload: bytes, limits: Limits) -> tuple | None:
@@ -505,11 +562,16 @@ def _slow_until_clean(buf: bytes, start: int, w: Walk, slow: _Records, limits: L
 def _merge(w: Walk, slow: _Records) -> None:
     """The vector rows and the decoded ones, back in file order."""
     w.kv = list(slow.ids)
-    if not slow.batch:
+    parts = [*slow.parts, *([(slow.batch, slow.offset, slow.timestamp, slow.kv)] if slow.batch else [])]
+    if not parts:
         return
-    batch = np.concatenate([w.rec_batch, np.asarray(slow.batch, np.int64)])
+
+    def column(k: int, head: np.ndarray) -> np.ndarray:
+        return np.concatenate([head, *(np.asarray(p[k], np.int64) for p in parts)])
+
+    batch = column(0, w.rec_batch)
     order = np.argsort(batch, kind="stable")
     w.rec_batch = batch[order]
-    w.rec_offset = np.concatenate([w.rec_offset, np.asarray(slow.offset, np.int64)])[order]
-    w.rec_timestamp = np.concatenate([w.rec_timestamp, np.asarray(slow.timestamp, np.int64)])[order]
-    w.rec_kv = np.concatenate([w.rec_kv, np.asarray(slow.kv, np.int64)])[order]
+    w.rec_offset = column(1, w.rec_offset)[order]
+    w.rec_timestamp = column(2, w.rec_timestamp)[order]
+    w.rec_kv = column(3, w.rec_kv)[order]
