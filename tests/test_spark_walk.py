@@ -107,8 +107,13 @@ def _long_runs() -> dict[str, bytes]:
     length[inside + 8 : inside + 12] = (size - 12 + 9).to_bytes(4, "big")  # runs into the next batch
     magic[inside + 16] = 1
     longer[inside + 8 : inside + 12] = (10**6).to_bytes(4, "big")
+    large = b"".join(encode_batch([Record(0, 0, None, bytes([i % 251]) * 1500)], base_offset=i,
+                                  base_timestamp=1_700_000_000_000 + i) for i in range(300))
+    large_crc = bytearray(large)
+    large_crc[len(large) // 2 + 700] ^= 0x10  # inside the 151st batch
     return {"runs": seg, "runs-crc": bytes(crc), "runs-length": bytes(length), "runs-magic": bytes(magic),
-            "runs-past-the-end": bytes(longer), "runs-cut": seg[: inside + 30], "runs-cut-whole": seg[:inside]}
+            "runs-past-the-end": bytes(longer), "runs-cut": seg[: inside + 30], "runs-cut-whole": seg[:inside],
+            "runs-large": large, "runs-large-crc": bytes(large_crc)}
 
 
 @pytest.mark.parametrize("name", list(_long_runs()))
@@ -118,6 +123,20 @@ def test_damage_inside_a_run_of_one_size(name, chunk):
     walked = by_walk(buf, chunk=chunk)
     assert walked == by_reader(buf)
     assert len(walked[0]) > 100
+
+
+@pytest.mark.parametrize("name", ["runs", "runs-large"])
+def test_clean_runs_are_walked_without_the_reader(name, monkeypatch):
+    """A clean file's runs of one size pass the walk's own CRC check (rows, or one by one for large
+    batches): the reader, which takes over at the first mismatch, is never called."""
+    buf = _long_runs()[name]
+    expected = by_reader(buf)
+
+    def refused(*args, **kwargs):
+        raise AssertionError("a clean batch was handed to the reader")
+
+    monkeypatch.setattr(walk_module, "read_log_stream", refused)
+    assert by_walk(buf) == expected
 
 
 def _varied() -> dict[str, bytes]:

@@ -47,7 +47,7 @@ _SMALL = 64  # a one-record batch with a payload this small is remembered (a NoO
 _MEMO_MAX_ENTRIES = 4096
 _AT = re.compile(r"^batch at (\d+)")
 _SAME, _AHEAD, _AHEAD_MAX = 3, 1024, 8192  # batches of one size before looking ahead; how far, at most
-_ROWS_MAX = 1024  # a run of batches up to this size has its CRCs taken as rows (at most 8 MiB of them)
+_ROWS_MAX = 1024  # batches of runs up to this size have their CRCs taken as rows
 
 
 def _layout() -> list[tuple[str, int, np.dtype]]:
@@ -151,13 +151,15 @@ def _headers(u8: np.ndarray, positions: np.ndarray) -> dict[str, np.ndarray]:
 def _fast_batches(buf: bytes, pos: int, limits: Limits, most: int) -> tuple[np.ndarray, np.ndarray, int]:
     """From ``pos``: positions of up to ``most`` whole v2 batches, the CRC computed for each, and
     where the run stopped. After a few batches of one size in a row (a quiet log's NoOps) the next
-    ones are looked up together: same length field, magic 2."""
+    ones are looked up together: same length field, magic 2; their CRCs are taken at the end, all
+    batches of one size at once (``_run_crcs``)."""
     size = len(buf)
     mv = memoryview(buf)
     u8 = np.frombuffer(buf, np.uint8)
-    starts: list[int] = []
+    lengths = _lengths(buf)
+    starts: list[int] = []  # batches stepped to one by one, and their CRCs
     crcs: list[int] = []
-    runs: list[tuple[np.ndarray, np.ndarray]] = []
+    runs: list[tuple[int, int, int, int]] = []  # (index of its first batch, position, batches, size)
     max_length = limits.max_batch_bytes - LOG_OVERHEAD
     unpack = _PREFIX.unpack_from
     count, same, previous, ahead = 0, 0, -1, _AHEAD
@@ -168,40 +170,65 @@ def _fast_batches(buf: bytes, pos: int, limits: Limits, most: int) -> tuple[np.n
             break
         same = same + 1 if length == previous else 0
         previous = length
-        if same >= _SAME:
+        if same >= _SAME:  # the next batch of this length, if any, goes on with the run
             step = end - pos
-            run = _same_size(u8, pos, length, min((size - pos) // step, most - count, ahead))
-            runs.append((np.asarray(starts, np.int64), np.asarray(crcs, np.uint32)))
-            if step <= _ROWS_MAX:  # each run's CRCs at once, from its bytes as rows read in place
-                checked = crc32c_rows(np.ndarray((run.size, step - CRC_START), np.uint8, u8, pos + CRC_START,
-                                                 (step, 1)))
-            else:
-                checked = np.asarray([crc32c(mv[p + CRC_START : p + step]) for p in run.tolist()], np.uint32)
-            runs.append((run, checked))
-            starts, crcs = [], []
-            ahead = min(ahead * 2, _AHEAD_MAX) if run.size == ahead else _AHEAD
-            count += run.size
-            pos += run.size * step
-            same = 0
+            n = _same_size(lengths, u8, pos, length, min((size - pos) // step, most - count, ahead))
+            runs.append((count, pos, n, step))
+            ahead = min(ahead * 2, _AHEAD_MAX) if n == ahead else _AHEAD
+            count += n
+            pos += n * step
             continue
         starts.append(pos)
         crcs.append(crc32c(buf[pos + CRC_START : end] if length < 4096 else mv[pos + CRC_START : end]))
         count += 1
         pos = end
-    runs.append((np.asarray(starts, np.int64), np.asarray(crcs, np.uint32)))
-    return np.concatenate([r for r, _ in runs]), np.concatenate([c for _, c in runs]), pos
+    positions = np.empty(count, np.int64)
+    checked = np.empty(count, np.uint32)
+    alone = np.ones(count, bool)
+    if runs:
+        first, at, n, step = (np.asarray(c, np.int64) for c in zip(*runs, strict=True))
+        k = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)  # each run batch's place in its run
+        index = np.repeat(first, n) + k
+        positions[index] = np.repeat(at, n) + np.repeat(step, n) * k
+        checked[index] = _run_crcs(u8, mv, positions[index], np.repeat(step, n))
+        alone[index] = False
+    positions[alone] = starts
+    checked[alone] = crcs
+    return positions, checked, pos
 
 
-def _same_size(u8: np.ndarray, pos: int, length: int, most: int) -> np.ndarray:
-    """Positions of the batches from ``pos`` on that each have ``length`` and magic 2, while they do
-    (at least the one at ``pos``, which the caller has read)."""
+def _lengths(buf: bytes) -> np.ndarray:
+    """The big-endian int32 at every byte of ``buf``, read in place: a run's length fields are a
+    slice of it."""
+    return np.ndarray((max(len(buf) - 3, 0),), _INT32, buf, 0, (1,))
+
+
+def _same_size(lengths: np.ndarray, u8: np.ndarray, pos: int, length: int, most: int) -> int:
+    """How many batches from ``pos`` on each have ``length`` and magic 2, while they do (at least
+    the one at ``pos``, which the caller has read); ``lengths`` is ``_lengths`` of the bytes."""
     step = length + LOG_OVERHEAD
+    stop = pos + step * most
+    ok = (lengths[pos + _LENGTH_AT : stop : step] == length) & (u8[pos + _MAGIC_AT : stop : step] == 2)
+    return most if ok.all() else int(ok.argmin())
 
-    def every_batch(offset: int, dtype: np.dtype) -> np.ndarray:  # one field of each, read in place
-        return np.ndarray((most,), dtype, u8, pos + offset, (step,))
 
-    ok = (every_batch(_LENGTH_AT, _INT32) == length) & (every_batch(_MAGIC_AT, _INT8) == 2)
-    return pos + step * np.arange(most if ok.all() else int(np.argmin(ok)), dtype=np.int64)
+#: Rows a row CRC takes at once: beyond some thousands, numpy's passes over them leave the cache.
+_CRC_ROWS = 4096
+
+
+def _run_crcs(u8: np.ndarray, mv: memoryview, positions: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    """The CRC of each batch of the runs (at ``positions``, of ``steps`` bytes each): the batches of
+    one size as rows (``crc32c_rows``), some thousands at a time; large ones one by one."""
+    out = np.empty(len(positions), np.uint32)
+    for step in np.unique(steps).tolist():
+        at = np.flatnonzero(steps == step)
+        if step > _ROWS_MAX:
+            out[at] = [crc32c(mv[p + CRC_START : p + step]) for p in positions[at].tolist()]
+            continue
+        for lo in range(0, at.size, _CRC_ROWS):
+            part = at[lo : lo + _CRC_ROWS]
+            out[part] = crc32c_rows(_rows(u8, positions[part] + CRC_START, step - CRC_START))
+    return out
 
 
 #: Bytes of a file a task holds at once when it reads one through the storage layer (at least
