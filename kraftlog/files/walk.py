@@ -105,11 +105,12 @@ class _Records:
         self.kv: list[int] = []
         #: (batch, offset, timestamp, kv) columns of records read as columns
         self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
-        self.ids: dict[tuple[bytes | None, bytes | None], int] = {}  # (key, value) -> index into ``Walk.kv``
+        #: (key, value) -> index into ``Walk.kv``; a null key's pair by its value (bytes) alone (``pairs``)
+        self.ids: dict[bytes | tuple[bytes | None, bytes | None], int] = {}
 
     def intern(self, pairs) -> list[int]:
         ids = self.ids
-        return [ids.setdefault(p, len(ids)) for p in pairs]
+        return [ids.setdefault(v if k is None and type(v) is bytes else (k, v), len(ids)) for k, v in pairs]
 
     def intern_values(self, values: list[bytes]) -> np.ndarray:
         """``intern`` of (None, value) for each of ``values``: each value hashed once, each
@@ -118,8 +119,13 @@ class _Records:
         seen: dict[bytes, int] = {}
         first = np.fromiter(map(seen.setdefault, values, range(n)), np.int64, n)  # where each first occurs
         new = first == np.arange(n)
-        ids = np.asarray(self.intern([(None, values[i]) for i in np.flatnonzero(new).tolist()]), np.int64)
-        return ids[np.cumsum(new)[first] - 1]
+        ids = self.ids
+        interned = np.asarray([ids.setdefault(v, len(ids)) for v in seen], np.int64)
+        return interned[np.cumsum(new)[first] - 1]
+
+    def pairs(self) -> list[tuple[bytes | None, bytes | None]]:
+        """The distinct (key, value) pairs, by index."""
+        return [(None, k) if type(k) is bytes else k for k in self.ids]
 
     def add(self, batch_index: int, records) -> None:
         self.batch += [batch_index] * len(records)
@@ -469,7 +475,7 @@ def _plain_records(buf: bytes, u8: np.ndarray, w: Walk, batches: np.ndarray, slo
     h = w.header
     first = w.positions[batches] + HEADER_SIZE
     last = w.positions[batches] + LOG_OVERHEAD + h["batchLength"][batches]
-    start, end, owner = _frame(buf, u8, first, last, h["recordsCount"][batches].astype(np.int64))
+    start, end, owner = _frame(buf, first, last, h["recordsCount"][batches].astype(np.int64))
     batch = batches[owner]
     ts_delta, at, ok = _varints(u8, start + 1)  # after the attributes byte
     offset_delta, at, ok2 = _varints(u8, at)
@@ -488,56 +494,75 @@ def _plain_records(buf: bytes, u8: np.ndarray, w: Walk, batches: np.ndarray, slo
 
 
 #: Batches still being framed below which ``_frame`` frames the rest one by one (a step of the
-#: vector loop costs as much as framing some hundred records in Python).
-_LOCKSTEP = 64
+#: vector loop costs as much as framing some tens of records in Python).
+_LOCKSTEP = 32
 
 
-def _frame(buf: bytes, u8: np.ndarray, first: np.ndarray, last: np.ndarray, count: np.ndarray
+def _record_lengths() -> tuple[np.ndarray, np.ndarray]:
+    """For the two bytes b, c at a record's start (index ``b | c << 8``): the record's length as
+    ``_bodies`` reads it (a zig-zag varint of one or two bytes; -1 for a longer one) and the size
+    of that varint."""
+    b = np.arange(1 << 16) & 0xFF
+    c = np.arange(1 << 16) >> 8
+    one = b < 0x80
+    u = np.where(one, b, (b & 0x7F) | (c << 7))
+    return np.where(one | (c < 0x80), (u >> 1) ^ -(u & 1), -1).astype(np.int32), np.where(one, 1, 2).astype(np.int8)
+
+
+_LENGTH_OF, _VARINT_SIZE = _record_lengths()
+
+
+def _frame(buf: bytes, first: np.ndarray, last: np.ndarray, count: np.ndarray
            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(start, end, batch) of each record body, in file order, of the batches (``batch`` indexes
-    ``first``) whose ``count`` records' length varints (of one or two bytes, as ``_bodies`` reads
-    them) frame them exactly from ``first`` up to ``last``. The k-th records of all batches are
-    framed in one vector step while many batches have a k-th record; the last few go by ``_bodies``."""
-    pos, left = first.copy(), count.copy()
-    failed = np.zeros(len(first), bool)
-    top = len(u8) - 1
-    starts, ends, owners = [], [], []
-    act = np.flatnonzero(left > 0)
+    ``first``) whose ``count`` records' lengths frame them exactly from ``first`` up to ``last``, as
+    ``_bodies`` frames them. The k-th records of all batches are framed in one vector step while
+    many batches have a k-th record; the last few go by ``_bodies``."""
+    pairs = np.ndarray((max(len(buf) - 1, 0),), "<u2", buf, 0, (1,))  # the two bytes at every byte
+    top = len(pairs) - 1
+    framed = np.zeros(len(first), bool)
+    act = np.flatnonzero(count > 0)
+    p, e, k = first[act], last[act], count[act]
+    starts, ends, owners, lefts = [], [], [], []  # lefts: records of the batch left after this one
     while act.size >= _LOCKSTEP:
-        p, e = pos[act], last[act]
-        b0 = u8[np.minimum(p, top)].astype(np.int64)
-        b1 = u8[np.minimum(p + 1, top)].astype(np.int64)
-        one = b0 < 0x80
-        u = np.where(one, b0, (b0 & 0x7F) | (b1 << 7))
-        n = (u >> 1) ^ -(u & 1)
-        s = p + 2 - one
-        good = (p < e) & (one | ((p + 1 < e) & (b1 < 0x80))) & (n >= 6) & (s + n <= e)
-        failed[act[~good]] = True
-        act, s = act[good], s[good]
-        z = s + n[good]
-        starts.append(s)
+        two = pairs[np.minimum(p, top)]  # past the end: the record's end is past it too
+        n = _LENGTH_OF[two]
+        z = p + _VARINT_SIZE[two] + n
+        good = (n >= 6) & (z <= e)
+        k = k - 1
+        starts.append(z - n)
         ends.append(z)
         owners.append(act)
-        pos[act] = z
-        left[act] -= 1
-        act = act[left[act] > 0]
+        lefts.append(k)
+        p = z
+        more = good & (k > 0)
+        if not more.all():
+            done = good & (k == 0)
+            framed[act[done]] = z[done] == e[done]
+            act, p, e, k = act[more], p[more], e[more], k[more]
     tail_starts: list[int] = []
     tail_ends: list[int] = []
     tail_owners: list[int] = []
-    for i in act.tolist():
-        mark = len(tail_starts)
-        if _bodies(buf, int(pos[i]), int(last[i]), int(left[i]), tail_starts, tail_ends):
-            tail_owners += [i] * (len(tail_starts) - mark)
-            pos[i] = last[i]
-        else:
-            failed[i] = True
-    framed = ~failed & (pos == last)
-    start = np.concatenate([*starts, np.asarray(tail_starts, np.int64)])
-    end = np.concatenate([*ends, np.asarray(tail_ends, np.int64)])
+    tail_lefts: list[int] = []
+    for i, pos, end, left in zip(act.tolist(), p.tolist(), e.tolist(), k.tolist(), strict=True):
+        if _bodies(buf, pos, end, left, tail_starts, tail_ends):
+            tail_owners += [i] * left
+            tail_lefts += range(left - 1, -1, -1)
+            framed[i] = True
     owner = np.concatenate([*owners, np.asarray(tail_owners, np.int64)])
     keep = framed[owner]
-    order = np.argsort(start[keep], kind="stable")
-    return start[keep][order], end[keep][order], owner[keep][order]
+    owner = owner[keep]
+    records = np.where(framed, count, 0)
+    place = (np.cumsum(records) - records)[owner] + count[owner] - 1 - np.concatenate(
+        [*lefts, np.asarray(tail_lefts, np.int64)])[keep]  # in file order
+    out = []
+    for column in (owner, *(np.concatenate([*c, np.asarray(t, np.int64)])[keep]
+                            for c, t in ((starts, tail_starts), (ends, tail_ends)))):
+        ordered = np.empty_like(column)
+        ordered[place] = column
+        out.append(ordered)
+    owner, start, end = out
+    return start, end, owner
 
 
 def _remember(buf: bytes, pos: int, payload: bytes, limits: Limits) -> tuple | None:
@@ -588,7 +613,7 @@ def _slow_until_clean(buf: bytes, start: int, w: Walk, slow: _Records, limits: L
 
 def _merge(w: Walk, slow: _Records) -> None:
     """The vector rows and the decoded ones, back in file order."""
-    w.kv = list(slow.ids)
+    w.kv = slow.pairs()
     parts = [*slow.parts, *([(slow.batch, slow.offset, slow.timestamp, slow.kv)] if slow.batch else [])]
     if not parts:
         return
