@@ -139,6 +139,21 @@ def test_clean_runs_are_walked_without_the_reader(name, monkeypatch):
     assert by_walk(buf) == expected
 
 
+@pytest.mark.parametrize("value_size", [1, 2, 5, 9, 20, 40])
+def test_one_record_batches_differing_in_one_byte(value_size):
+    """Small one-record batches of one size, all alike but one whose payload differs in one byte
+    (any of them; value sizes around the 8-byte words payloads are compared in): it keeps its own
+    record."""
+    base = bytes(range(1, value_size + 1))
+    for k in range(value_size):
+        values = [base] * 20 + [base[:k] + b"\xee" + base[k + 1 :]] + [base] * 20
+        buf = b"".join(encode_batch([Record(0, 0, None, v)], base_offset=i, base_timestamp=1_700_000_000_000)
+                       for i, v in enumerate(values))
+        walked = by_walk(buf)
+        assert walked == by_reader(buf)
+        assert [b[3][0][3] for b in walked[0]] == values
+
+
 def _varied() -> dict[str, bytes]:
     """Batches of many records in every shape a record can take: the plain ones read as columns,
     the others (keys, headers, null or long values, long varints) by the reader."""
