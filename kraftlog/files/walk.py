@@ -13,6 +13,7 @@ holds the two side by side.
 """
 
 import dataclasses
+import itertools
 import os
 import re
 import struct
@@ -107,10 +108,13 @@ class _Records:
         self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         #: (key, value) -> index into ``Walk.kv``; a null key's pair by its value (bytes) alone (``pairs``)
         self.ids: dict[bytes | tuple[bytes | None, bytes | None], int] = {}
+        self.keyed = False  # whether ``ids`` holds a (key, value) tuple
 
     def intern(self, pairs) -> list[int]:
         ids = self.ids
-        return [ids.setdefault(v if k is None and type(v) is bytes else (k, v), len(ids)) for k, v in pairs]
+        keys = [v if k is None and type(v) is bytes else (k, v) for k, v in pairs]
+        self.keyed = self.keyed or any(type(k) is tuple for k in keys)
+        return [ids.setdefault(k, len(ids)) for k in keys]
 
     def intern_values(self, values: list[bytes]) -> np.ndarray:
         """``intern`` of (None, value) for each of ``values``: each value hashed once, each
@@ -125,6 +129,8 @@ class _Records:
 
     def pairs(self) -> list[tuple[bytes | None, bytes | None]]:
         """The distinct (key, value) pairs, by index."""
+        if not self.keyed:
+            return list(zip(itertools.repeat(None), self.ids))
         return [(None, k) if type(k) is bytes else k for k in self.ids]
 
     def add(self, batch_index: int, records) -> None:
