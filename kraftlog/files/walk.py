@@ -2,14 +2,14 @@
 
 The files layer's reader yields a ``Batch`` and ``Record`` objects per batch, and a quiet metadata
 log is millions of one-record batches. Here the loop only steps from length to length (a run of
-same-size batches in one step) and checks each CRC; the 61-byte headers are then gathered with
-numpy at the offsets the construct declaration ``BatchHeader`` gives, and a one-record batch whose
-bytes were seen before (the NoOps) becomes an index, not objects. The records of other
-uncompressed batches are read as columns when they have the plain shape; compressed batches and
-anything else go through ``decode_batch_at``. The first byte the fast loop does not like (a bad
-CRC, a cut-off tail, legacy magic, a corrupt length) hands the rest of the file to
-``read_log_stream``, so what comes out is what the reader yields; ``tests/test_spark_walk.py``
-holds the two side by side.
+same-size batches in one step, their CRCs taken together at the end, batches of one size as rows);
+the 61-byte headers are then gathered with numpy at the offsets the construct declaration
+``BatchHeader`` gives, and a one-record batch whose bytes were seen before (the NoOps) becomes an
+index, not objects. The records of other uncompressed batches are read as columns when they have
+the plain shape (framed in vector steps over many batches at once); compressed batches and anything
+else go through ``decode_batch_at``. The first byte the fast loop does not like (a bad CRC, a
+cut-off tail, legacy magic, a corrupt length) hands the rest of the file to ``read_log_stream``, so
+what comes out is what the reader yields; ``tests/test_spark_walk.py`` holds the two side by side.
 """
 
 import dataclasses
