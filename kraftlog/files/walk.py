@@ -131,7 +131,7 @@ class _Records:
         """The distinct (key, value) pairs, by index."""
         if not self.keyed:
             return list(zip(itertools.repeat(None), self.ids))
-        return [(None, k) if type(k) is bytes else k for k in self.ids]
+        return [k if type(k) is tuple else (None, k) for k in self.ids]
 
     def add(self, batch_index: int, records) -> None:
         self.batch += [batch_index] * len(records)
