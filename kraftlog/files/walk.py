@@ -149,7 +149,7 @@ def _rows(u8: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
     ``width`` bytes (no index array of every byte: memory of the rows alone)."""
     if not len(starts):
         return np.zeros((0, width), np.uint8)
-    return np.lib.stride_tricks.sliding_window_view(u8, width)[starts]
+    return np.ndarray((len(u8) - width + 1, width), np.uint8, u8, 0, (1, 1))[starts]
 
 
 #: ``BatchHeader`` as one numpy record of big-endian fields.
