@@ -228,17 +228,18 @@ def _same_size(lengths: np.ndarray, u8: np.ndarray, pos: int, length: int, most:
     return most if ok.all() else int(ok.argmin())
 
 
-#: Rows a row CRC takes at once: beyond some thousands, numpy's passes over them leave the cache.
-_CRC_ROWS = 4096
+#: Rows a row CRC takes at once: beyond some thousands, numpy's passes over them leave the cache;
+#: below some tens, a call per batch costs less.
+_CRC_ROWS, _CRC_ROWS_MIN = 4096, 48
 
 
 def _run_crcs(u8: np.ndarray, mv: memoryview, positions: np.ndarray, steps: np.ndarray) -> np.ndarray:
     """The CRC of each batch of the runs (at ``positions``, of ``steps`` bytes each): the batches of
-    one size as rows (``crc32c_rows``), some thousands at a time; large ones one by one."""
+    one size as rows (``crc32c_rows``), some thousands at a time; large or few ones one by one."""
     out = np.empty(len(positions), np.uint32)
     for step in np.unique(steps).tolist():
         at = np.flatnonzero(steps == step)
-        if step > _ROWS_MAX:
+        if step > _ROWS_MAX or at.size < _CRC_ROWS_MIN:
             out[at] = [crc32c(mv[p + CRC_START : p + step]) for p in positions[at].tolist()]
             continue
         for lo in range(0, at.size, _CRC_ROWS):
