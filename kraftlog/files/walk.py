@@ -443,6 +443,8 @@ def _fast_records(buf: bytes, w: Walk, slow: _Records, limits: Limits, wanted: n
 def _alike(words: np.ndarray, starts: np.ndarray, length: int) -> bool:
     """Whether the ``length`` bytes at each of ``starts`` are the same (compared eight bytes at a
     time from ``words``, the eight bytes at every byte; the last eight may overlap the others)."""
+    if len(starts) == 1:
+        return True
     if length < 8:
         return False
     return all(bool((words[starts + j] == words[starts[0] + j]).all()) for j in (*range(0, length - 8, 8), length - 8))
