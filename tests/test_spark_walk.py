@@ -107,8 +107,13 @@ def _long_runs() -> dict[str, bytes]:
     length[inside + 8 : inside + 12] = (size - 12 + 9).to_bytes(4, "big")  # runs into the next batch
     magic[inside + 16] = 1
     longer[inside + 8 : inside + 12] = (10**6).to_bytes(4, "big")
+    large = b"".join(encode_batch([Record(0, 0, None, bytes([i % 251]) * 1500)], base_offset=i,
+                                  base_timestamp=1_700_000_000_000 + i) for i in range(300))
+    large_crc = bytearray(large)
+    large_crc[len(large) // 2 + 700] ^= 0x10  # inside the 151st batch
     return {"runs": seg, "runs-crc": bytes(crc), "runs-length": bytes(length), "runs-magic": bytes(magic),
-            "runs-past-the-end": bytes(longer), "runs-cut": seg[: inside + 30], "runs-cut-whole": seg[:inside]}
+            "runs-past-the-end": bytes(longer), "runs-cut": seg[: inside + 30], "runs-cut-whole": seg[:inside],
+            "runs-large": large, "runs-large-crc": bytes(large_crc)}
 
 
 @pytest.mark.parametrize("name", list(_long_runs()))
@@ -118,6 +123,35 @@ def test_damage_inside_a_run_of_one_size(name, chunk):
     walked = by_walk(buf, chunk=chunk)
     assert walked == by_reader(buf)
     assert len(walked[0]) > 100
+
+
+@pytest.mark.parametrize("name", ["runs", "runs-large"])
+def test_clean_runs_are_walked_without_the_reader(name, monkeypatch):
+    """A clean file's runs of one size pass the walk's own CRC check (rows, or one by one for large
+    batches): the reader, which takes over at the first mismatch, is never called."""
+    buf = _long_runs()[name]
+    expected = by_reader(buf)
+
+    def refused(*args, **kwargs):
+        raise AssertionError("a clean batch was handed to the reader")
+
+    monkeypatch.setattr(walk_module, "read_log_stream", refused)
+    assert by_walk(buf) == expected
+
+
+@pytest.mark.parametrize("value_size", [1, 2, 5, 9, 20, 40])
+def test_one_record_batches_differing_in_one_byte(value_size):
+    """Small one-record batches of one size, all alike but one whose payload differs in one byte
+    (any of them; value sizes around the 8-byte words payloads are compared in): it keeps its own
+    record."""
+    base = bytes(range(1, value_size + 1))
+    for k in range(value_size):
+        values = [base] * 20 + [base[:k] + b"\xee" + base[k + 1 :]] + [base] * 20
+        buf = b"".join(encode_batch([Record(0, 0, None, v)], base_offset=i, base_timestamp=1_700_000_000_000)
+                       for i, v in enumerate(values))
+        walked = by_walk(buf)
+        assert walked == by_reader(buf)
+        assert [b[3][0][3] for b in walked[0]] == values
 
 
 def _varied() -> dict[str, bytes]:
@@ -148,11 +182,43 @@ def _varied() -> dict[str, bytes]:
 
 
 @pytest.mark.parametrize("name", list(_varied()))
-def test_records_of_every_shape(name):
+@pytest.mark.parametrize("lockstep", [walk_module._LOCKSTEP, 1])
+def test_records_of_every_shape(name, lockstep, monkeypatch):
+    """Records framed batch by batch, and in vector steps over every batch (``_frame``)."""
+    monkeypatch.setattr(walk_module, "_LOCKSTEP", lockstep)
     buf = _varied()[name]
     walked = by_walk(buf)
     assert walked == by_reader(buf)
     assert sum(len(b[3]) for b in walked[0]) > 1000
+
+
+def _plain(batches: int = 150) -> bytes:
+    """Uncompressed batches of 2 to 160 plain records (null key, no headers) with values of 0 to
+    2,000 bytes (record lengths of one and two varint bytes), some repeated."""
+    rng = random.Random(18)
+    values = [bytes(rng.randrange(256) for _ in range(rng.choice([0, 8, 50, 63, 64, 300, 2000]))) for _ in range(40)]
+    return b"".join(encode_batch([Record(0, 0, None, rng.choice(values), offset_delta=k,
+                                         timestamp_delta=rng.choice([0, 7, -2, 8000]))
+                                  for k in range(rng.choice([2, 3, 40, 160]))],
+                                 base_offset=200 * i, base_timestamp=1_700_000_000_000 + i)
+                    for i in range(batches))
+
+
+@pytest.mark.parametrize("lockstep", [walk_module._LOCKSTEP, 1, 10**6])
+def test_plain_records_are_read_as_columns(lockstep, monkeypatch):
+    """Every record of a plain batch is framed and read as columns (the batch decoder is never
+    called), by vector steps over many batches or one batch at a time, as the reader reads them."""
+    monkeypatch.setattr(walk_module, "_LOCKSTEP", lockstep)
+    buf = _plain()
+
+    def refused(*args, **kwargs):
+        raise AssertionError("a plain batch went to decode_batch_at")
+
+    monkeypatch.setattr(walk_module, "decode_batch_at", refused)
+    walked = by_walk(buf)
+    monkeypatch.undo()
+    assert walked == by_reader(buf)
+    assert sum(len(b[3]) for b in walked[0]) > 5000
 
 
 @pytest.mark.parametrize("name", list(_damaged()))

@@ -2,17 +2,18 @@
 
 The files layer's reader yields a ``Batch`` and ``Record`` objects per batch, and a quiet metadata
 log is millions of one-record batches. Here the loop only steps from length to length (a run of
-same-size batches in one step) and checks each CRC; the 61-byte headers are then gathered with
-numpy at the offsets the construct declaration ``BatchHeader`` gives, and a one-record batch whose
-bytes were seen before (the NoOps) becomes an index, not objects. The records of other
-uncompressed batches are read as columns when they have the plain shape; compressed batches and
-anything else go through ``decode_batch_at``. The first byte the fast loop does not like (a bad
-CRC, a cut-off tail, legacy magic, a corrupt length) hands the rest of the file to
-``read_log_stream``, so what comes out is what the reader yields; ``tests/test_spark_walk.py``
-holds the two side by side.
+same-size batches in one step, their CRCs taken together at the end, batches of one size as rows);
+the 61-byte headers are then gathered with numpy at the offsets the construct declaration
+``BatchHeader`` gives, and a one-record batch whose bytes were seen before (the NoOps) becomes an
+index, not objects. The records of other uncompressed batches are read as columns when they have
+the plain shape (framed in vector steps over many batches at once); compressed batches and anything
+else go through ``decode_batch_at``. The first byte the fast loop does not like (a bad CRC, a
+cut-off tail, legacy magic, a corrupt length) hands the rest of the file to ``read_log_stream``, so
+what comes out is what the reader yields; ``tests/test_spark_walk.py`` holds the two side by side.
 """
 
 import dataclasses
+import itertools
 import os
 import re
 import struct
@@ -47,7 +48,7 @@ _SMALL = 64  # a one-record batch with a payload this small is remembered (a NoO
 _MEMO_MAX_ENTRIES = 4096
 _AT = re.compile(r"^batch at (\d+)")
 _SAME, _AHEAD, _AHEAD_MAX = 3, 1024, 8192  # batches of one size before looking ahead; how far, at most
-_ROWS_MAX = 1024  # a run of batches up to this size has its CRCs taken as rows (at most 8 MiB of them)
+_ROWS_MAX = 1024  # batches of runs up to this size have their CRCs taken as rows
 
 
 def _layout() -> list[tuple[str, int, np.dtype]]:
@@ -94,19 +95,43 @@ class Walk:
 
 
 class _Records:
-    """Records collected batch by batch, beside the vectorised one-record batches; their (key, value)
-    pairs interned, so that a value repeated in a walk is decoded and looked up once."""
+    """Records collected batch by batch (lists) and as columns (``parts``), beside the vectorised
+    one-record batches; their (key, value) pairs interned, so that a value repeated in a walk is
+    decoded and looked up once."""
 
     def __init__(self) -> None:
         self.batch: list[int] = []
         self.offset: list[int] = []
         self.timestamp: list[int] = []
         self.kv: list[int] = []
-        self.ids: dict[tuple[bytes | None, bytes | None], int] = {}  # (key, value) -> index into ``Walk.kv``
+        #: (batch, offset, timestamp, kv) columns of records read as columns
+        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        #: (key, value) -> index into ``Walk.kv``; a null key's pair by its value (bytes) alone (``pairs``)
+        self.ids: dict[bytes | tuple[bytes | None, bytes | None], int] = {}
+        self.keyed = False  # whether ``ids`` holds a (key, value) tuple
 
     def intern(self, pairs) -> list[int]:
         ids = self.ids
-        return [ids.setdefault(p, len(ids)) for p in pairs]
+        keys = [v if k is None and type(v) is bytes else (k, v) for k, v in pairs]
+        self.keyed = self.keyed or any(type(k) is tuple for k in keys)
+        return [ids.setdefault(k, len(ids)) for k in keys]
+
+    def intern_values(self, values: list[bytes]) -> np.ndarray:
+        """``intern`` of (None, value) for each of ``values``: each value hashed once, each
+        distinct one interned once, in the order they first occur."""
+        n = len(values)
+        seen: dict[bytes, int] = {}
+        first = np.fromiter(map(seen.setdefault, values, range(n)), np.int64, n)  # where each first occurs
+        new = first == np.arange(n)
+        ids = self.ids
+        interned = np.asarray([ids.setdefault(v, len(ids)) for v in seen], np.int64)
+        return interned[np.cumsum(new)[first] - 1]
+
+    def pairs(self) -> list[tuple[bytes | None, bytes | None]]:
+        """The distinct (key, value) pairs, by index."""
+        if not self.keyed:
+            return list(zip(itertools.repeat(None), self.ids))
+        return [k if type(k) is tuple else (None, k) for k in self.ids]
 
     def add(self, batch_index: int, records) -> None:
         self.batch += [batch_index] * len(records)
@@ -124,27 +149,33 @@ def _rows(u8: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
     ``width`` bytes (no index array of every byte: memory of the rows alone)."""
     if not len(starts):
         return np.zeros((0, width), np.uint8)
-    return np.lib.stride_tricks.sliding_window_view(u8, width)[starts]
+    return np.ndarray((len(u8) - width + 1, width), np.uint8, u8, 0, (1, 1))[starts]
+
+
+#: ``BatchHeader`` as one numpy record of big-endian fields.
+_HEADER = np.dtype({"names": [name for name, _, _ in HEADER_LAYOUT], "formats": [dt for _, _, dt in HEADER_LAYOUT],
+                    "offsets": [off for _, off, _ in HEADER_LAYOUT], "itemsize": HEADER_SIZE})
 
 
 def _headers(u8: np.ndarray, positions: np.ndarray) -> dict[str, np.ndarray]:
     """Every ``BatchHeader`` field of the batches at ``positions``: their headers copied out as
     one block of rows, then each field read as a column of it."""
-    rows = _rows(u8, positions, HEADER_SIZE)
-    return {name: np.ascontiguousarray(rows[:, off : off + dt.itemsize]).view(dt)[:, 0].astype(dt.newbyteorder("="))
-            for name, off, dt in HEADER_LAYOUT}
+    rows = _rows(u8, positions, HEADER_SIZE).view(_HEADER)[:, 0]
+    return {name: rows[name].astype(dt.newbyteorder("=")) for name, _, dt in HEADER_LAYOUT}
 
 
 def _fast_batches(buf: bytes, pos: int, limits: Limits, most: int) -> tuple[np.ndarray, np.ndarray, int]:
     """From ``pos``: positions of up to ``most`` whole v2 batches, the CRC computed for each, and
     where the run stopped. After a few batches of one size in a row (a quiet log's NoOps) the next
-    ones are looked up together: same length field, magic 2."""
+    ones are looked up together: same length field, magic 2; their CRCs are taken at the end, all
+    batches of one size at once (``_run_crcs``)."""
     size = len(buf)
     mv = memoryview(buf)
     u8 = np.frombuffer(buf, np.uint8)
-    starts: list[int] = []
+    lengths = _lengths(buf)
+    starts: list[int] = []  # batches stepped to one by one, and their CRCs
     crcs: list[int] = []
-    runs: list[tuple[np.ndarray, np.ndarray]] = []
+    runs: list[tuple[int, int, int, int]] = []  # (index of its first batch, position, batches, size)
     max_length = limits.max_batch_bytes - LOG_OVERHEAD
     unpack = _PREFIX.unpack_from
     count, same, previous, ahead = 0, 0, -1, _AHEAD
@@ -155,40 +186,66 @@ def _fast_batches(buf: bytes, pos: int, limits: Limits, most: int) -> tuple[np.n
             break
         same = same + 1 if length == previous else 0
         previous = length
-        if same >= _SAME:
+        if same >= _SAME:  # the next batch of this length, if any, goes on with the run
             step = end - pos
-            run = _same_size(u8, pos, length, min((size - pos) // step, most - count, ahead))
-            runs.append((np.asarray(starts, np.int64), np.asarray(crcs, np.uint32)))
-            if step <= _ROWS_MAX:  # each run's CRCs at once, from its bytes as rows read in place
-                checked = crc32c_rows(np.ndarray((run.size, step - CRC_START), np.uint8, u8, pos + CRC_START,
-                                                 (step, 1)))
-            else:
-                checked = np.asarray([crc32c(mv[p + CRC_START : p + step]) for p in run.tolist()], np.uint32)
-            runs.append((run, checked))
-            starts, crcs = [], []
-            ahead = min(ahead * 2, _AHEAD_MAX) if run.size == ahead else _AHEAD
-            count += run.size
-            pos += run.size * step
-            same = 0
+            n = _same_size(lengths, u8, pos, length, min((size - pos) // step, most - count, ahead))
+            runs.append((count, pos, n, step))
+            ahead = min(ahead * 2, _AHEAD_MAX) if n == ahead else _AHEAD
+            count += n
+            pos += n * step
             continue
         starts.append(pos)
         crcs.append(crc32c(buf[pos + CRC_START : end] if length < 4096 else mv[pos + CRC_START : end]))
         count += 1
         pos = end
-    runs.append((np.asarray(starts, np.int64), np.asarray(crcs, np.uint32)))
-    return np.concatenate([r for r, _ in runs]), np.concatenate([c for _, c in runs]), pos
+    positions = np.empty(count, np.int64)
+    checked = np.empty(count, np.uint32)
+    alone = np.ones(count, bool)
+    if runs:
+        first, at, n, step = (np.asarray(c, np.int64) for c in zip(*runs, strict=True))
+        k = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)  # each run batch's place in its run
+        index = np.repeat(first, n) + k
+        positions[index] = np.repeat(at, n) + np.repeat(step, n) * k
+        checked[index] = _run_crcs(u8, mv, positions[index], np.repeat(step, n))
+        alone[index] = False
+    positions[alone] = starts
+    checked[alone] = crcs
+    return positions, checked, pos
 
 
-def _same_size(u8: np.ndarray, pos: int, length: int, most: int) -> np.ndarray:
-    """Positions of the batches from ``pos`` on that each have ``length`` and magic 2, while they do
-    (at least the one at ``pos``, which the caller has read)."""
+def _lengths(buf: bytes) -> np.ndarray:
+    """The big-endian int32 at every byte of ``buf``, read in place: a run's length fields are a
+    slice of it."""
+    return np.ndarray((max(len(buf) - 3, 0),), _INT32, buf, 0, (1,))
+
+
+def _same_size(lengths: np.ndarray, u8: np.ndarray, pos: int, length: int, most: int) -> int:
+    """How many batches from ``pos`` on each have ``length`` and magic 2, while they do (at least
+    the one at ``pos``, which the caller has read); ``lengths`` is ``_lengths`` of the bytes."""
     step = length + LOG_OVERHEAD
+    stop = pos + step * most
+    ok = (lengths[pos + _LENGTH_AT : stop : step] == length) & (u8[pos + _MAGIC_AT : stop : step] == 2)
+    return most if ok.all() else int(ok.argmin())
 
-    def every_batch(offset: int, dtype: np.dtype) -> np.ndarray:  # one field of each, read in place
-        return np.ndarray((most,), dtype, u8, pos + offset, (step,))
 
-    ok = (every_batch(_LENGTH_AT, _INT32) == length) & (every_batch(_MAGIC_AT, _INT8) == 2)
-    return pos + step * np.arange(most if ok.all() else int(np.argmin(ok)), dtype=np.int64)
+#: Rows a row CRC takes at once: beyond some thousands, numpy's passes over them leave the cache;
+#: below some tens, a call per batch costs less.
+_CRC_ROWS, _CRC_ROWS_MIN = 4096, 48
+
+
+def _run_crcs(u8: np.ndarray, mv: memoryview, positions: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    """The CRC of each batch of the runs (at ``positions``, of ``steps`` bytes each): the batches of
+    one size as rows (``crc32c_rows``), some thousands at a time; large or few ones one by one."""
+    out = np.empty(len(positions), np.uint32)
+    for step in np.unique(steps).tolist():
+        at = np.flatnonzero(steps == step)
+        if step > _ROWS_MAX or at.size < _CRC_ROWS_MIN:
+            out[at] = [crc32c(mv[p + CRC_START : p + step]) for p in positions[at].tolist()]
+            continue
+        for lo in range(0, at.size, _CRC_ROWS):
+            part = at[lo : lo + _CRC_ROWS]
+            out[part] = crc32c_rows(_rows(u8, positions[part] + CRC_START, step - CRC_START))
+    return out
 
 
 #: Bytes of a file a task holds at once when it reads one through the storage layer (at least
@@ -347,13 +404,19 @@ def _fast_records(buf: bytes, w: Walk, slow: _Records, limits: Limits, wanted: n
     deltas: list[tuple[int, int]] = []
     entry = np.full(w.count, -1, np.int64)  # a small batch's payload
     u8 = np.frombuffer(buf, np.uint8)
+    words = np.ndarray((max(len(buf) - 7, 0),), "<u8", buf, 0, (1,))  # the eight bytes at every byte
     for length in np.unique(size[small]).tolist():  # payloads of one length compared as byte rows
         at = np.flatnonzero(small & (size == length))
-        rows = _rows(u8, w.positions[at] + HEADER_SIZE, length)
-        distinct, first, inverse = np.unique(rows.view(np.dtype((np.void, length)))[:, 0], return_index=True,
-                                             return_inverse=True)
+        starts = w.positions[at] + HEADER_SIZE
+        if _alike(words, starts, length):  # a quiet log's NoOps: one payload
+            start = int(starts[0])
+            distinct, first, inverse = [buf[start : start + length]], [0], np.zeros(at.size, np.int64)
+        else:
+            distinct, first, inverse = np.unique(_rows(u8, starts, length).view(np.dtype((np.void, length)))[:, 0],
+                                                 return_index=True, return_inverse=True)
+            distinct, first = distinct.tolist(), first.tolist()
         index = np.full(len(distinct), -1, np.int64)
-        for k, (payload, i) in enumerate(zip(distinct.tolist(), first.tolist(), strict=True)):
+        for k, (payload, i) in enumerate(zip(distinct, first, strict=True)):
             pos = int(w.positions[at[i]])
             seen = _memo.get(payload) or _remember(buf, pos, payload, limits)
             if seen is not None:
@@ -375,6 +438,16 @@ def _fast_records(buf: bytes, w: Walk, slow: _Records, limits: Limits, wanted: n
     w.rec_batch = hit
     w.rec_offset, w.rec_timestamp = _absolute(h, hit, d[:, 0], d[:, 1])
     w.rec_kv = np.asarray(payload_kv, np.int64)[rows]
+
+
+def _alike(words: np.ndarray, starts: np.ndarray, length: int) -> bool:
+    """Whether the ``length`` bytes at each of ``starts`` are the same (compared eight bytes at a
+    time from ``words``, the eight bytes at every byte; the last eight may overlap the others)."""
+    if len(starts) == 1:
+        return True
+    if length < 8:
+        return False
+    return all(bool((words[starts + j] == words[starts[0] + j]).all()) for j in (*range(0, length - 8, 8), length - 8))
 
 
 def _absolute(h: dict[str, np.ndarray], batch: np.ndarray, offset_delta: np.ndarray, timestamp_delta: np.ndarray
@@ -427,17 +500,10 @@ def _plain_records(buf: bytes, u8: np.ndarray, w: Walk, batches: np.ndarray, slo
     shape a metadata log's records have (short varints, null key, a value, no headers); returns which
     of ``batches`` were read (the others are for ``decode_batch_at``, which reports what is wrong)."""
     h = w.header
-    starts: list[int] = []
-    ends: list[int] = []
-    owner: list[int] = []
     first = w.positions[batches] + HEADER_SIZE
     last = w.positions[batches] + LOG_OVERHEAD + h["batchLength"][batches]
-    for i, a, z, count in zip(batches.tolist(), first.tolist(), last.tolist(), h["recordsCount"][batches].tolist(),
-                              strict=True):
-        mark = len(starts)
-        if _bodies(buf, a, z, count, starts, ends):
-            owner += [i] * (len(starts) - mark)
-    start, end, batch = (np.asarray(x, np.int64) for x in (starts, ends, owner))
+    start, end, owner = _frame(buf, first, last, h["recordsCount"][batches].astype(np.int64))
+    batch = batches[owner]
     ts_delta, at, ok = _varints(u8, start + 1)  # after the attributes byte
     offset_delta, at, ok2 = _varints(u8, at)
     ok &= ok2 & (u8[np.minimum(at, len(u8) - 1)] == 1)  # a null key
@@ -449,11 +515,81 @@ def _plain_records(buf: bytes, u8: np.ndarray, w: Walk, batches: np.ndarray, slo
     keep = read[batch]
     batch, ts_delta, offset_delta, at, length = batch[keep], ts_delta[keep], offset_delta[keep], at[keep], length[keep]
     offsets, timestamps = _absolute(h, batch, offset_delta, ts_delta)
-    slow.batch += batch.tolist()
-    slow.offset += offsets.tolist()
-    slow.timestamp += timestamps.tolist()
-    slow.kv += slow.intern((None, buf[a:z]) for a, z in zip(at.tolist(), (at + length).tolist(), strict=True))
+    values = [buf[a:z] for a, z in zip(at.tolist(), (at + length).tolist(), strict=True)]
+    slow.parts.append((batch, offsets, timestamps, slow.intern_values(values)))
     return read
+
+
+#: Batches still being framed below which ``_frame`` frames the rest one by one (a step of the
+#: vector loop costs as much as framing some tens of records in Python).
+_LOCKSTEP = 32
+
+
+def _record_lengths() -> tuple[np.ndarray, np.ndarray]:
+    """For the two bytes b, c at a record's start (index ``b | c << 8``): the record's length as
+    ``_bodies`` reads it (a zig-zag varint of one or two bytes; -1 for a longer one) and the size
+    of that varint."""
+    b = np.arange(1 << 16) & 0xFF
+    c = np.arange(1 << 16) >> 8
+    one = b < 0x80
+    u = np.where(one, b, (b & 0x7F) | (c << 7))
+    return np.where(one | (c < 0x80), (u >> 1) ^ -(u & 1), -1).astype(np.int32), np.where(one, 1, 2).astype(np.int8)
+
+
+_LENGTH_OF, _VARINT_SIZE = _record_lengths()
+
+
+def _frame(buf: bytes, first: np.ndarray, last: np.ndarray, count: np.ndarray
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(start, end, batch) of each record body, in file order, of the batches (``batch`` indexes
+    ``first``) whose ``count`` records' lengths frame them exactly from ``first`` up to ``last``, as
+    ``_bodies`` frames them. The k-th records of all batches are framed in one vector step while
+    many batches have a k-th record; the last few go by ``_bodies``."""
+    pairs = np.ndarray((max(len(buf) - 1, 0),), "<u2", buf, 0, (1,))  # the two bytes at every byte
+    top = len(pairs) - 1
+    framed = np.zeros(len(first), bool)
+    act = np.flatnonzero(count > 0)
+    p, e, k = first[act], last[act], count[act]
+    starts, ends, owners, lefts = [], [], [], []  # lefts: records of the batch left after this one
+    while act.size >= _LOCKSTEP:
+        two = pairs[np.minimum(p, top)]  # past the end: the record's end is past it too
+        n = _LENGTH_OF[two]
+        z = p + _VARINT_SIZE[two] + n
+        good = (n >= 6) & (z <= e)
+        k = k - 1
+        starts.append(z - n)
+        ends.append(z)
+        owners.append(act)
+        lefts.append(k)
+        p = z
+        more = good & (k > 0)
+        if not more.all():
+            done = good & (k == 0)
+            framed[act[done]] = z[done] == e[done]
+            act, p, e, k = act[more], p[more], e[more], k[more]
+    tail_starts: list[int] = []
+    tail_ends: list[int] = []
+    tail_owners: list[int] = []
+    tail_lefts: list[int] = []
+    for i, pos, end, left in zip(act.tolist(), p.tolist(), e.tolist(), k.tolist(), strict=True):
+        if _bodies(buf, pos, end, left, tail_starts, tail_ends):
+            tail_owners += [i] * left
+            tail_lefts += range(left - 1, -1, -1)
+            framed[i] = True
+    owner = np.concatenate([*owners, np.asarray(tail_owners, np.int64)])
+    keep = framed[owner]
+    owner = owner[keep]
+    records = np.where(framed, count, 0)
+    place = (np.cumsum(records) - records)[owner] + count[owner] - 1 - np.concatenate(
+        [*lefts, np.asarray(tail_lefts, np.int64)])[keep]  # in file order
+    out = []
+    for column in (owner, *(np.concatenate([*c, np.asarray(t, np.int64)])[keep]
+                            for c, t in ((starts, tail_starts), (ends, tail_ends)))):
+        ordered = np.empty_like(column)
+        ordered[place] = column
+        out.append(ordered)
+    owner, start, end = out
+    return start, end, owner
 
 
 def _remember(buf: bytes, pos: int, payload: bytes, limits: Limits) -> tuple | None:
@@ -504,12 +640,17 @@ def _slow_until_clean(buf: bytes, start: int, w: Walk, slow: _Records, limits: L
 
 def _merge(w: Walk, slow: _Records) -> None:
     """The vector rows and the decoded ones, back in file order."""
-    w.kv = list(slow.ids)
-    if not slow.batch:
+    w.kv = slow.pairs()
+    parts = [*slow.parts, *([(slow.batch, slow.offset, slow.timestamp, slow.kv)] if slow.batch else [])]
+    if not parts:
         return
-    batch = np.concatenate([w.rec_batch, np.asarray(slow.batch, np.int64)])
+
+    def column(k: int, head: np.ndarray) -> np.ndarray:
+        return np.concatenate([head, *(np.asarray(p[k], np.int64) for p in parts)])
+
+    batch = column(0, w.rec_batch)
     order = np.argsort(batch, kind="stable")
     w.rec_batch = batch[order]
-    w.rec_offset = np.concatenate([w.rec_offset, np.asarray(slow.offset, np.int64)])[order]
-    w.rec_timestamp = np.concatenate([w.rec_timestamp, np.asarray(slow.timestamp, np.int64)])[order]
-    w.rec_kv = np.concatenate([w.rec_kv, np.asarray(slow.kv, np.int64)])[order]
+    w.rec_offset = column(1, w.rec_offset)[order]
+    w.rec_timestamp = column(2, w.rec_timestamp)[order]
+    w.rec_kv = column(3, w.rec_kv)[order]

@@ -129,7 +129,13 @@ _DECODED_MAX_ENTRIES = 1 << 16
 
 def _values(w: Walk, control: np.ndarray) -> tuple[dict[str, pa.Array], np.ndarray]:
     """Decoded columns of the distinct (value, control) pairs, and each record's row among them."""
-    uniq, inverse = np.unique(w.rec_kv * 2 + control, return_inverse=True)
+    codes = w.rec_kv * 2 + control  # below 2 * len(w.kv): marked in a table, not sorted
+    used = np.zeros(2 * len(w.kv), bool)
+    used[codes] = True
+    uniq = np.flatnonzero(used)
+    row = np.zeros(used.size, np.int64)
+    row[uniq] = np.arange(uniq.size)
+    inverse = row[codes]
     rows = []
     for k in uniq.tolist():
         key, value = w.kv[k >> 1]
