@@ -211,3 +211,12 @@ def test_older_collections_are_rarer_only_while_files_are_read_in_any_order():
         assert gc.get_threshold() == (before[0], before[1], 7)
     finally:
         gc.set_threshold(*before)
+
+
+def test_a_batch_below_offset_minus_one_keeps_its_records():
+    """baseOffset is outside the CRC, so a damaged one can be any int64: the batch's records are still
+    read (the columnar walk reads them too), never dropped with no error."""
+    items = walk(_batch(-10, n=3))
+    assert [b.base_offset for b in items] == [-10]
+    assert [r.value for r in items[0].records] == [b"value\x00", b"value\x01", b"value\x02"]
+    assert items[0].error is None

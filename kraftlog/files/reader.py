@@ -200,8 +200,13 @@ def _resync(window: _Window, start: int, limits: Limits) -> int:
     return size
 
 
+#: ``skip_before`` that skips nothing: below any int64 baseOffset (the field is outside the CRC, so a
+#: damaged batch's may be any value, and its records must still be read, as the columnar walk reads them).
+_EVERY_OFFSET = -(1 << 64)
+
+
 def read_log_file(
-    path: "str | os.PathLike | Remote", limits: Limits = Limits(), *, records: bool = True, skip_before: int = -1,
+    path: "str | os.PathLike | Remote", limits: Limits = Limits(), *, records: bool = True, skip_before: int = _EVERY_OFFSET,
     at: int = 0,
 ) -> Iterator[Batch | Region]:
     """Yield the batches and unreadable regions of one file, in file order.
@@ -256,7 +261,7 @@ def file_size(path: str | os.PathLike) -> int:
 
 
 def read_log_stream(
-    f, size: int, limits: Limits = Limits(), *, records: bool = True, skip_before: int = -1, at: int = 0
+    f, size: int, limits: Limits = Limits(), *, records: bool = True, skip_before: int = _EVERY_OFFSET, at: int = 0
 ) -> Iterator[Batch | Region]:
     """``read_log_file`` over an open binary file object of known size."""
     with rare_collections(READING):  # the records decode_metadata keeps would be visited by every collection
