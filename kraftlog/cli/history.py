@@ -14,6 +14,7 @@ from kraftlog.schema.entity import fields_of
 from kraftlog.schema.metadata import BY_TYPE_NAME
 from kraftlog.schema.redact import redact
 from kraftlog.state.configs import type_of
+from kraftlog.state.ids import key_order
 from kraftlog.state.image import ClusterImage
 from kraftlog.state.rebuild import earliest_base, load_checkpoint, log_entries, on_disk, starting_point
 from kraftlog.state.replay import rare_full_collections
@@ -25,6 +26,8 @@ _TXN = {"BEGIN_TRANSACTION_RECORD", "END_TRANSACTION_RECORD", "ABORT_TRANSACTION
 _TXN_KEYS = {BY_TYPE_NAME[name].api_key for name in _TXN}
 _ANSWERS = 1 << 14  # records whose match is remembered (``_Matcher.__call__``)
 _HELD = 256  # changes rendered together (``_render``)
+_KEPT = 1 << 12  # partition states whose text is kept (``_Texts.partition``)
+FAST_TEXT = True  # a topic's partitions' texts kept across changes (``_Texts``); off in tests, to compare
 
 
 def add_parser(sub) -> None:
@@ -161,27 +164,15 @@ def _changes(args, log, start: int, limits, problems: ReadProblems, image: Clust
              out) -> tuple[int, int | None]:
     """Write each change of the entity read from ``start`` on, and the transactions aborted around them;
     (changes shown, the last offset read). Changes are rendered in groups (``_render``), apart from the
-    records read between them. A block of records (``files.records.Block``) is applied at once up to each
-    change or transaction marker in it: the records between are no change of the entity."""
+    records read between them. A block of records (``files.records.Block``) is applied at once, ``after`` called
+    at each change or transaction marker in it (``ClusterImage.apply_block``'s marks)."""
     changes = _Changes(args, image, match, out)
     last = None
     try:  # what was read before a failure is written, as it was before changes were held
         for e in log_entries(log, start, limits, problems, args.apply_invalid, runs="blocks"):
-            if type(e) is Entry:
-                last = e.offset
-                image.apply(*e)
-                changes.after(e)
-                continue
-            last = e.last
-            done = 0
-            for i in changes.marked(e):
-                image.apply_block(e.part(done, i + 1))
-                done = i + 1
-                changes.after(e.entry(i))
-            if done < len(e):
-                image.apply_block(e.part(done))
+            last = changes.take(e)
     finally:
-        _render(changes.held, args.format, out)
+        changes.flush()
     return changes.shown, last
 
 
@@ -190,10 +181,25 @@ class _Changes:
     entity, or an abort of the transaction changes were shown in."""
 
     def __init__(self, args, image: ClusterImage, match: _Matcher, out) -> None:
-        self.form, self.redacted, self.image, self.match, self.out = args.format, not args.no_redact, image, match, out
+        self.redacted, self.image, self.match, self.out = not args.no_redact, image, match, out
+        self.texts = _Texts(args.format)
         self.pending: list[int] = []  # offsets of the changes shown inside the open transaction
         self.held: list[tuple] = []  # what is to be written, in order, not yet rendered
         self.shown = 0
+
+    def take(self, e: Entry | Block) -> int:
+        """Apply ``e`` to the image, noting the changes in it; the last offset it holds."""
+        image = self.image
+        if type(e) is Entry:
+            image.apply(*e)
+            self.after(e)
+            return e.offset
+        image.apply_block(e, self.marked(e), lambda i: self.after(e.entry(i)))
+        return e.last
+
+    def flush(self) -> None:
+        """Write what is held."""
+        _render(self.held, self.texts, self.out)
 
     def marked(self, block: Block) -> list[int]:
         """The records of ``block`` ``after`` must see (the others it passes over): the changes of the
@@ -234,33 +240,115 @@ class _Changes:
         self.held.append((e, redact(rec) if self.redacted else rec, self.match.held(image, self.redacted),
                           None if txn is None else txn.begin_offset))
         if len(self.held) >= _HELD:
-            _render(self.held, self.form, self.out)
+            _render(self.held, self.texts, self.out)
 
 
-def _render(held: list[tuple], form: str, out) -> None:
+def _render(held: list[tuple], texts: "_Texts", out) -> None:
     """Write ``held`` (entries with the record shown, the entity after it and the transaction it is in; or
-    with None and the offsets an abort undid) and empty it. Rendered together, the code stays warm: between
-    two changes of one topic a large cluster's log holds many records, and the rendering then costs more."""
+    with None and the offsets an abort undid) in ``texts``' form and empty it. Rendered together, the code
+    stays warm: between two changes of one topic a large cluster's log holds many records, and the
+    rendering then costs more."""
     lines = []
+    jsonl = texts.form == "jsonl"
     for e, shown_rec, after, txn in held:
         if shown_rec is None:
-            lines.append(dumps({"offset": e.offset, "aborted": after}) if form == "jsonl" else
+            lines.append(dumps({"offset": e.offset, "aborted": after}) if jsonl else
                          f"offset {e.offset}: transaction aborted; changes at offsets {after} never took effect")
             continue
-        when, after = iso_time(e.timestamp), _Matcher.rendered(after)
-        if form == "jsonl":
-            row = {"offset": e.offset, "time": when, "epoch": e.epoch, **shown_rec.to_json(), "after": after}
-            if txn is not None:
-                row["inTransaction"] = txn
-            lines.append(dumps(row))
+        when, after = iso_time(e.timestamp), texts.after(after)
+        if jsonl:
+            head = {"offset": e.offset, "time": when, "epoch": e.epoch, **shown_rec.to_json()}
+            tail = {"after": after} if txn is None else {"after": after, "inTransaction": txn}
+            lines.append(texts.extended(head, tail))
         else:
             rec = e.record
             in_txn = f" (in transaction begun at {txn})" if txn is not None else ""
             lines.append(f"offset {e.offset} {when} epoch {e.epoch}{in_txn} {rec.type} v{rec.version} "
-                         f"{dumps(shown_rec.to_json()['data'])}\n    after: {json.dumps(after)}")
+                         f"{dumps(shown_rec.to_json()['data'])}\n    after: {texts.encoded(after)}")
     if lines:
         out.write("\n".join(lines) + "\n")
     held.clear()
+
+
+class _Text:
+    """JSON text already encoded, written as it is where ``_Texts.encoded`` meets it (the json module
+    refuses it: it is never quoted as a string by mistake)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+class _Texts:
+    """The JSON text ``history`` writes in ``form`` ("jsonl": ``render.dumps``, "text": ``json.dumps``), a held
+    topic's built from parts kept while they stand: a change replaces one partition's state, never changes
+    one in place (``topics.merge_partition``), so most of a topic's text is the last change's and its cost
+    does not grow with the topic. ``FAST_TEXT`` off: every value encoded whole (the general path)."""
+
+    def __init__(self, form: str) -> None:
+        self.form, self.fast = form, FAST_TEXT
+        self.encode, self.item, self.key = (dumps, ",", ":") if form == "jsonl" else (json.dumps, ", ", ": ")
+        self._kept: dict[int, tuple[dict, int, str]] = {}  # id(state) -> (state, partition id, "id":state text)
+        self._older: dict[int, tuple[dict, int, str]] = {}
+        self._orders: dict[tuple, list[int]] = {}  # a topic's partition ids as held -> in ``key_order``
+        self._frames: dict[str, str] = {}  # topic id -> its text without partitions, less the closing "}}"
+
+    def after(self, held):
+        """What ``_Matcher.held`` gave, as ``_Matcher.rendered`` gives it, or a held topic as its text."""
+        if type(held) is not _Held or held.topic is None or not self.fast:
+            return _Matcher.rendered(held)
+        return _Text(self._topic(held.topic))
+
+    def encoded(self, value) -> str:
+        """``encode(value)``; an ``after`` text as it is."""
+        return value.text if type(value) is _Text else self.encode(value)
+
+    def extended(self, head: dict, tail: dict) -> str:
+        """``encode({**head, **tail})``, ``tail``'s values ``encoded`` (its keys are not ``head``'s)."""
+        if not self.fast:
+            return self.encode({**head, **tail})
+        if head and not head.keys() & tail.keys():
+            return self.encode(head)[:-1] + self.item + self._members(tail) + "}"
+        return "{" + self._members({**head, **tail}) + "}"
+
+    def _members(self, obj: dict) -> str:
+        """``encode(obj)`` without its braces, each value ``encoded``; a key that is not text is refused (the
+        json module would write it otherwise)."""
+        if any(type(k) is not str for k in obj):
+            raise TypeError(f"history writes objects with text keys only, not {list(obj)!r}")
+        return self.item.join([self.encode(k) + self.key + self.encoded(v) for k, v in obj.items()])
+
+    def _topic(self, held: tuple[str, dict]) -> str:
+        """``encode(topic_held_json(held))``: its text with no partitions (the partitions object last in it,
+        else the general path), each partition's ``"id":state`` text put in, in ``key_order``."""
+        topic_id, partitions = held
+        frame = self._frames.get(topic_id)
+        if frame is None:
+            frame = self.encode(topic_held_json((topic_id, {})))
+            frame = self._frames[topic_id] = frame[:-2] if frame.endswith("{}}") else ""
+        ids = tuple(partitions)
+        order = self._orders.get(ids)
+        if order is None:
+            if len(self._orders) >= _KEPT:
+                self._orders.clear()
+            order = self._orders[ids] = sorted(ids, key=key_order) if all(type(k) is int for k in ids) else []
+        if not frame or len(order) != len(ids):
+            return self.encode(topic_held_json(held))
+        return frame + self.item.join([self._partition(k, partitions[k]) for k in order]) + "}}"
+
+    def _partition(self, partition_id: int, state: dict) -> str:
+        """``"id":state`` as ``_topic`` puts it in, kept by the state's identity (the state held with it) in two
+        generations of ``_KEPT``."""
+        seen = self._kept.get(id(state))
+        if seen is None or seen[0] is not state or seen[1] != partition_id:
+            seen = self._older.get(id(state))
+            if seen is None or seen[0] is not state or seen[1] != partition_id:
+                seen = (state, partition_id, self.encode(str(partition_id)) + self.key + self.encode(state))
+            if len(self._kept) >= _KEPT:
+                self._kept, self._older = {}, self._kept
+            self._kept[id(state)] = seen
+        return seen[2]
 
 
 def run(args) -> int:
