@@ -146,3 +146,62 @@ def test_what_kept_texts_were_not_built_for_is_encoded_whole_or_refused():
         json.dumps({"after": history._Text("{}")})  # a kept text never reaches json as a string
     assert texts.extended({"offset": 1}, {"offset": 2, "after": history._Text("[1]")}) == '{"offset":2,"after":[1]}'
     assert _rec("TOPIC_RECORD", 0, name="t", topicId=T).to_json().keys() & {"after", "inTransaction"} == set()
+
+
+def _changes(topic: str):
+    from argparse import Namespace
+
+    args = Namespace(topic=topic, partition=None, broker=None, config=None, format="jsonl", no_redact=False)
+    image = ClusterImage.empty()
+    return history._Changes(args, image, history._Matcher(args, image), None)
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_a_topic_created_inside_a_walk_is_followed_from_its_record_on(fast, monkeypatch):
+    """Topic id T is first another topic's, then re-created as "t": only what comes after the TopicRecord of
+    "t" is its history, also when the walk's records are told apart at once (the walk is then read in order)."""
+    monkeypatch.setattr(history, "FAST_MARKS", fast)
+    part = _rec("PARTITION_RECORD", 1, partitionId=0, topicId=T, replicas=[1], isr=[1], leader=1, leaderEpoch=0,
+                partitionEpoch=0)
+    recs = [_rec("TOPIC_RECORD", 0, name="other", topicId=T), part,
+            _rec("PARTITION_CHANGE_RECORD", 1, partitionId=0, topicId=T, isr=[1]), _rec("NO_OP_RECORD", 0),
+            _rec("TOPIC_RECORD", 0, name="t", topicId=T), part, _rec("BEGIN_TRANSACTION_RECORD", 0, name="b")]
+    block = _block(recs, [1] * len(recs))
+    changes = _changes("t")
+    assert changes.marked(block.part(0, 3)) == [] and changes.marked(block) == [4, 5, 6]
+    assert changes.marked(block.part(0, 3)) == [0, 1, 2]  # now the topic's: its records of either name match
+    again = _changes("t")
+    assert again.marked(block.part(4)) == [0, 1, 2] and again.marked(block) == [0, 1, 2, 4, 5, 6]
+
+
+def _marks_both_ways(path) -> int:
+    """Every block's marks told apart per walk and record by record, by matchers of every topic alike."""
+    from kraftlog.files.copies import Log
+    from kraftlog.files.logdir import find_nodes
+    from kraftlog.files.reader import Limits
+    from kraftlog.files.records import Block, ReadProblems
+
+    marked = 0
+    blocks = [b for b in Log.of(find_nodes(path)[0]).entries(0, Limits(), ReadProblems(), runs="blocks")
+              if type(b) is Block]
+    for topic in _topics(path) + ["absent"]:
+        fast, general = _changes(topic), _changes(topic)
+        for b in blocks:
+            history.FAST_MARKS = True
+            marks = fast.marked(b)
+            history.FAST_MARKS = False
+            assert marks == general.marked(b), (topic, b.offsets[0])
+            marked += len(marks)
+        history.FAST_MARKS = True
+    return marked
+
+
+def test_marks_per_walk_are_marks_record_by_record_on_a_generated_log(quiet_log, monkeypatch):  # noqa: F811
+    monkeypatch.setattr(history, "FAST_MARKS", True)
+    assert _marks_both_ways(quiet_log) > 100
+
+
+@pytest.mark.parametrize("node", _nodes(), ids=lambda n: str(n.log_dir))
+def test_marks_per_walk_are_marks_record_by_record_on_fixtures_and_the_real_corpus(node, monkeypatch):
+    monkeypatch.setattr(history, "FAST_MARKS", True)
+    _marks_both_ways(node.metadata_dir)

@@ -2,7 +2,8 @@
 
 import json
 import sys
-from typing import NamedTuple
+from collections.abc import Iterable
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -28,6 +29,7 @@ _ANSWERS = 1 << 14  # records whose match is remembered (``_Matcher.__call__``)
 _HELD = 256  # changes rendered together (``_render``)
 _KEPT = 1 << 12  # partition states whose text is kept (``_Texts.partition``)
 FAST_TEXT = True  # a topic's partitions' texts kept across changes (``_Texts``); off in tests, to compare
+FAST_MARKS = True  # the records ``after`` sees told apart once per walk (``_Changes.marked``); off in tests
 
 
 def add_parser(sub) -> None:
@@ -86,6 +88,10 @@ class _Matcher:
             self._answers, self._older = {}, self._answers
         self._answers[id(rec)] = (rec, answer)  # the record held, so its id is not another's meanwhile
         return answer
+
+    def forget(self, topic_ids: set[str]) -> None:
+        """Back to following ``topic_ids``, with no answer remembered."""
+        self.topic_ids, self._answers, self._older = topic_ids, {}, {}
 
     def answered(self) -> dict[int, tuple[MetadataRecord, bool]]:
         """The newer answers, by record id, for a caller to look up first (it calls the matcher on a miss)."""
@@ -185,6 +191,7 @@ class _Changes:
         self.texts = _Texts(args.format)
         self.pending: list[int] = []  # offsets of the changes shown inside the open transaction
         self.held: list[tuple] = []  # what is to be written, in order, not yet rendered
+        self._walk: tuple[list | None, np.ndarray | None] = (None, None)  # a walk's records, which ``after`` sees
         self.shown = 0
 
     def take(self, e: Entry | Block) -> int:
@@ -203,13 +210,34 @@ class _Changes:
 
     def marked(self, block: Block) -> list[int]:
         """The records of ``block`` ``after`` must see (the others it passes over): the changes of the
-        entity, and the transaction markers. The matcher's newer answers are looked up here, a call less
-        for most of a log's records."""
-        active = np.flatnonzero(block.active).tolist()
+        entity, and the transaction markers. A walk's blocks share its records (``Block.decoded``), so they
+        are told apart once per walk and a block's marks are picked by its kv indices; unless a topic id was
+        added meanwhile (a topic of the name created in the walk): a record read before that record may not
+        match, so that walk's blocks are told record by record, in order (as ``FAST_MARKS`` off does)."""
+        active = np.flatnonzero(block.active)
+        if FAST_MARKS:
+            decoded = block.decoded
+            if self._walk[0] is not decoded:
+                known = set(self.match.topic_ids)
+                flags = np.zeros(len(decoded), bool)
+                flags[self._seen(enumerate(decoded))] = True
+                if self.match.topic_ids != known:
+                    self.match.forget(known)
+                    flags = None
+                self._walk = (decoded, flags)
+            flags = self._walk[1]
+            if flags is not None:
+                return np.flatnonzero(flags[block.kv] & block.active).tolist()
+        return self._seen(zip(active.tolist(), map(block.decoded.__getitem__, block.kv[active].tolist()),
+                              strict=True))
+
+    def _seen(self, records: Iterable[tuple[int, Any]]) -> list[int]:
+        """The indices of ``records`` (index, record) ``after`` must see. The matcher's newer answers are looked
+        up here, a call less for most of a log's records."""
         match = self.match
         answers = match.answered()
         out = []
-        for i, rec in zip(active, map(block.decoded.__getitem__, block.kv[active].tolist()), strict=True):
+        for i, rec in records:
             if type(rec) is not MetadataRecord or rec.error is not None:
                 continue
             if rec.api_key in _TXN_KEYS:
