@@ -205,3 +205,11 @@ def test_marks_per_walk_are_marks_record_by_record_on_a_generated_log(quiet_log,
 def test_marks_per_walk_are_marks_record_by_record_on_fixtures_and_the_real_corpus(node, monkeypatch):
     monkeypatch.setattr(history, "FAST_MARKS", True)
     _marks_both_ways(node.metadata_dir)
+
+
+def test_answers_remembered_across_walks_follow_the_topic_ids():
+    """One record (``decode_metadata``'s cache) in three walks: before its topic is created, and after."""
+    change = _rec("PARTITION_CHANGE_RECORD", 1, partitionId=0, topicId=T, isr=[1])
+    walks = [_block([change], [1]), _block([_rec("TOPIC_RECORD", 0, name="t", topicId=T)], [1]), _block([change], [1])]
+    changes = _changes("t")
+    assert [changes.marked(w) for w in walks] == [[], [0], [0]]

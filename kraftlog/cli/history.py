@@ -1,5 +1,6 @@
 """``kraftlog history``: the ordered changes of one topic, partition, broker or config."""
 
+import itertools
 import json
 import sys
 from collections.abc import Iterable
@@ -26,6 +27,7 @@ _BROKER_TYPES = {"REGISTER_BROKER_RECORD", "UNREGISTER_BROKER_RECORD", "FENCE_BR
 _TXN = {"BEGIN_TRANSACTION_RECORD", "END_TRANSACTION_RECORD", "ABORT_TRANSACTION_RECORD"}
 _TXN_KEYS = {BY_TYPE_NAME[name].api_key for name in _TXN}
 _ANSWERS = 1 << 14  # records whose match is remembered (``_Matcher.__call__``)
+_SEEN = 1 << 16  # records whose answer is remembered for a whole walk (``_Changes._walk_flags``)
 _HELD = 256  # changes rendered together (``_render``)
 _KEPT = 1 << 12  # partition states whose text is kept (``_Texts.partition``)
 FAST_TEXT = True  # a topic's partitions' texts kept across changes (``_Texts``); off in tests, to compare
@@ -192,6 +194,9 @@ class _Changes:
         self.pending: list[int] = []  # offsets of the changes shown inside the open transaction
         self.held: list[tuple] = []  # what is to be written, in order, not yet rendered
         self._walk: tuple[list | None, np.ndarray | None] = (None, None)  # a walk's records, which ``after`` sees
+        self._sees: dict[int, int] = {}  # ``_walk_flags``' answers by record id, for the topic ids ``_for``
+        self._held_alive: list = []
+        self._for: set[str] = set()
         self.shown = 0
 
     def take(self, e: Entry | Block) -> int:
@@ -211,25 +216,46 @@ class _Changes:
     def marked(self, block: Block) -> list[int]:
         """The records of ``block`` ``after`` must see (the others it passes over): the changes of the
         entity, and the transaction markers. A walk's blocks share its records (``Block.decoded``), so they
-        are told apart once per walk and a block's marks are picked by its kv indices; unless a topic id was
-        added meanwhile (a topic of the name created in the walk): a record read before that record may not
-        match, so that walk's blocks are told record by record, in order (as ``FAST_MARKS`` off does)."""
-        active = np.flatnonzero(block.active)
+        are told apart once per walk (``_walk_flags``) and a block's marks are picked by its kv indices; unless
+        a topic id was added meanwhile (a topic of the name created in the walk): a record read before that
+        record may not match, so that walk's blocks are told record by record, in order (as ``FAST_MARKS``
+        off does)."""
         if FAST_MARKS:
             decoded = block.decoded
             if self._walk[0] is not decoded:
-                known = set(self.match.topic_ids)
-                flags = np.zeros(len(decoded), bool)
-                flags[self._seen(enumerate(decoded))] = True
-                if self.match.topic_ids != known:
-                    self.match.forget(known)
-                    flags = None
-                self._walk = (decoded, flags)
+                self._walk = (decoded, self._walk_flags(decoded))
             flags = self._walk[1]
             if flags is not None:
                 return np.flatnonzero(flags[block.kv] & block.active).tolist()
+        active = np.flatnonzero(block.active)
         return self._seen(zip(active.tolist(), map(block.decoded.__getitem__, block.kv[active].tolist()),
                               strict=True))
+
+    def _walk_flags(self, decoded: list) -> np.ndarray | None:
+        """Whether ``after`` must see each of a walk's records (None: a topic id was added meanwhile, and is
+        forgotten again). A log repeats its records' values and a value is decoded once into one record
+        (``decode_metadata``'s cache), so the answers are remembered by record id (the record held, so that
+        its id is not another's meanwhile; ``_SEEN`` of them, for the topic ids they were given for) and
+        looked up for the whole walk at once."""
+        match = self.match
+        if self._for != match.topic_ids:
+            self._sees, self._held_alive, self._for = {}, [], set(match.topic_ids)
+        flags = np.fromiter(map(self._sees.get, map(id, decoded), itertools.repeat(-1)), np.int8, len(decoded))
+        missing = np.flatnonzero(flags < 0)
+        if not len(missing):
+            return flags > 0
+        recs = list(map(decoded.__getitem__, missing.tolist()))
+        answers = np.zeros(len(recs), np.int8)
+        answers[self._seen(enumerate(recs))] = 1
+        if match.topic_ids != self._for:
+            match.forget(set(self._for))
+            return None
+        if len(self._sees) + len(recs) > _SEEN:
+            self._sees, self._held_alive = {}, []
+        self._sees.update(zip(map(id, recs), answers.tolist(), strict=True))
+        self._held_alive += recs
+        flags[missing] = answers
+        return flags > 0
 
     def _seen(self, records: Iterable[tuple[int, Any]]) -> list[int]:
         """The indices of ``records`` (index, record) ``after`` must see. The matcher's newer answers are looked
