@@ -213,3 +213,15 @@ def test_answers_remembered_across_walks_follow_the_topic_ids():
     walks = [_block([change], [1]), _block([_rec("TOPIC_RECORD", 0, name="t", topicId=T)], [1]), _block([change], [1])]
     changes = _changes("t")
     assert [changes.marked(w) for w in walks] == [[], [0], [0]]
+
+
+def test_records_without_their_value_are_remembered_apart():
+    """Answers are remembered by a record's value; records built without one (no ``raw``) are not one value."""
+    from kraftlog.schema import MetadataRecord
+
+    change = _rec("PARTITION_CHANGE_RECORD", 1, partitionId=0, topicId=T, isr=[1])
+    mine, other = (MetadataRecord(change.api_key, change.version, {**change.data, "topicId": t}) for t in (T, "x" * 22))
+    changes = _changes("t")
+    assert changes.marked(_block([_rec("TOPIC_RECORD", 0, name="t", topicId=T)], [1])) == [0]
+    assert changes.marked(_block([other, mine, other, change], [1] * 4)) == [1, 3]
+    assert changes.marked(_block([mine, other], [1] * 2)) == [0]

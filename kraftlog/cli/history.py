@@ -27,7 +27,9 @@ _BROKER_TYPES = {"REGISTER_BROKER_RECORD", "UNREGISTER_BROKER_RECORD", "FENCE_BR
 _TXN = {"BEGIN_TRANSACTION_RECORD", "END_TRANSACTION_RECORD", "ABORT_TRANSACTION_RECORD"}
 _TXN_KEYS = {BY_TYPE_NAME[name].api_key for name in _TXN}
 _ANSWERS = 1 << 14  # records whose match is remembered (``_Matcher.__call__``)
-_SEEN = 1 << 16  # records whose answer is remembered for a whole walk (``_Changes._walk_flags``)
+_SEEN = 1 << 16  # record values whose answer is remembered (``_Changes._walk_flags``)
+_NOT_METADATA = object()  # ``_Changes._walk_flags``' key of what is not a metadata record (never seen)
+_NO_VALUE = object()  # and of a metadata record without its value (``raw``): told apart each time
 _HELD = 256  # changes rendered together (``_render``)
 _KEPT = 1 << 12  # partition states whose text is kept (``_Texts.partition``)
 FAST_TEXT = True  # a topic's partitions' texts kept across changes (``_Texts``); off in tests, to compare
@@ -194,8 +196,7 @@ class _Changes:
         self.pending: list[int] = []  # offsets of the changes shown inside the open transaction
         self.held: list[tuple] = []  # what is to be written, in order, not yet rendered
         self._walk: tuple[list | None, np.ndarray | None] = (None, None)  # a walk's records, which ``after`` sees
-        self._sees: dict[int, int] = {}  # ``_walk_flags``' answers by record id, for the topic ids ``_for``
-        self._held_alive: list = []
+        self._sees: dict = {_NOT_METADATA: 0}  # ``_walk_flags``' answers by record value, for the topic ids ``_for``
         self._for: set[str] = set()
         self.shown = 0
 
@@ -233,27 +234,28 @@ class _Changes:
 
     def _walk_flags(self, decoded: list) -> np.ndarray | None:
         """Whether ``after`` must see each of a walk's records (None: a topic id was added meanwhile, and is
-        forgotten again). A log repeats its records' values and a value is decoded once into one record
-        (``decode_metadata``'s cache), so the answers are remembered by record id (the record held, so that
-        its id is not another's meanwhile; ``_SEEN`` of them, for the topic ids they were given for) and
-        looked up for the whole walk at once."""
+        forgotten again). A log repeats its records' values, and a record is what its value decodes to: the
+        answers are remembered by value (``raw``; a record without one is told apart each time, anything not a
+        metadata record is never seen), ``_SEEN`` of them for the topic ids they were given for, and looked up
+        for the whole walk at once."""
         match = self.match
         if self._for != match.topic_ids:
-            self._sees, self._held_alive, self._for = {}, [], set(match.topic_ids)
-        flags = np.fromiter(map(self._sees.get, map(id, decoded), itertools.repeat(-1)), np.int8, len(decoded))
+            self._sees, self._for = {_NOT_METADATA: 0}, set(match.topic_ids)
+        keys = [(rec.raw or _NO_VALUE) if type(rec) is MetadataRecord else _NOT_METADATA for rec in decoded]
+        flags = np.fromiter(map(self._sees.get, keys, itertools.repeat(-1)), np.int8, len(decoded))
         missing = np.flatnonzero(flags < 0)
         if not len(missing):
             return flags > 0
-        recs = list(map(decoded.__getitem__, missing.tolist()))
-        answers = np.zeros(len(recs), np.int8)
-        answers[self._seen(enumerate(recs))] = 1
+        missing_keys = list(map(keys.__getitem__, missing.tolist()))
+        answers = np.zeros(len(missing), np.int8)
+        answers[self._seen(enumerate(map(decoded.__getitem__, missing.tolist())))] = 1
         if match.topic_ids != self._for:
             match.forget(set(self._for))
             return None
-        if len(self._sees) + len(recs) > _SEEN:
-            self._sees, self._held_alive = {}, []
-        self._sees.update(zip(map(id, recs), answers.tolist(), strict=True))
-        self._held_alive += recs
+        if len(self._sees) + len(missing) > _SEEN:
+            self._sees = {_NOT_METADATA: 0}
+        self._sees.update(zip(missing_keys, answers.tolist(), strict=True))
+        self._sees.pop(_NO_VALUE, None)
         flags[missing] = answers
         return flags > 0
 
