@@ -26,12 +26,14 @@ _BROKER_TYPES = {"REGISTER_BROKER_RECORD", "UNREGISTER_BROKER_RECORD", "FENCE_BR
                  "UNFENCE_BROKER_RECORD", "BROKER_REGISTRATION_CHANGE_RECORD", "CONFIG_RECORD"}
 _TXN = {"BEGIN_TRANSACTION_RECORD", "END_TRANSACTION_RECORD", "ABORT_TRANSACTION_RECORD"}
 _TXN_KEYS = {BY_TYPE_NAME[name].api_key for name in _TXN}
+_BROKER_KEYS = {BY_TYPE_NAME[name].api_key for name in _BROKER_TYPES}
+_TOPIC, _CLEAR_ELR, _CONFIG = (BY_TYPE_NAME[name].api_key for name in ("TOPIC_RECORD", "CLEAR_ELR_RECORD", "CONFIG_RECORD"))
 _ANSWERS = 1 << 14  # records whose match is remembered (``_Matcher.__call__``)
 _SEEN = 1 << 16  # record values whose answer is remembered (``_Changes._walk_flags``)
 _NOT_METADATA = object()  # ``_Changes._walk_flags``' key of what is not a metadata record (never seen)
 _NO_VALUE = object()  # and of a metadata record without its value (``raw``): told apart each time
 _HELD = 256  # changes rendered together (``_render``)
-_KEPT = 1 << 12  # partition states whose text is kept (``_Texts.partition``)
+_KEPT = 1 << 12  # partition states whose text is kept (``_Texts._partition``)
 FAST_TEXT = True  # a topic's partitions' texts kept across changes (``_Texts``); off in tests, to compare
 FAST_MARKS = True  # the records ``after`` sees told apart once per walk (``_Changes.marked``); off in tests
 
@@ -97,28 +99,33 @@ class _Matcher:
         """Back to following ``topic_ids``, with no answer remembered."""
         self.topic_ids, self._answers, self._older = topic_ids, {}, {}
 
-    def answered(self) -> dict[int, tuple[MetadataRecord, bool]]:
-        """The newer answers, by record id, for a caller to look up first (it calls the matcher on a miss)."""
-        return self._answers
+    def answer(self, rec: MetadataRecord) -> bool:
+        """``__call__``'s answer, not remembered (for a caller that remembers answers its own way)."""
+        known = len(self.topic_ids)
+        answer = self._match(rec)
+        if len(self.topic_ids) != known:
+            self._answers, self._older = {}, {}
+        return answer
 
     def _match(self, rec: MetadataRecord) -> bool:
-        kind = rec.type
+        """Told by api key (``rec.type``'s, without naming it)."""
+        kind = rec.api_key
         if self.config:
             kind_, name, key = self.config
-            if kind != "CONFIG_RECORD":
+            if kind != _CONFIG:
                 return False
             e = entity_of(rec)
             return e["resource_type"] == kind_ and e["resource_name"] == name and (key is None or rec.data["name"] == key)
         if self.broker is not None:
-            return kind in _BROKER_TYPES and entity_of(rec)["broker_id"] == self.broker
-        if kind == "TOPIC_RECORD" and rec.data["name"] == self.topic:
+            return kind in _BROKER_KEYS and entity_of(rec)["broker_id"] == self.broker
+        if kind == _TOPIC and rec.data["name"] == self.topic:
             self.topic_ids.add(rec.data["topicId"])
             return True
-        if kind == "CLEAR_ELR_RECORD":
+        if kind == _CLEAR_ELR:
             return rec.data.get("topicName", "") in ("", self.topic)
-        if kind == "CONFIG_RECORD":
+        if kind == _CONFIG:
             return self.partition is None and entity_of(rec)["topic_name"] == self.topic
-        fields, data = fields_of(rec.api_key), rec.data  # entity_of's topic_id and partition_id, alone
+        fields, data = fields_of(kind), rec.data  # entity_of's topic_id and partition_id, alone
         if "topic_id" in fields and data.get(fields["topic_id"]) in self.topic_ids:
             return self.partition is None or data.get(fields.get("partition_id")) in (None, self.partition)
         return False
@@ -260,24 +267,10 @@ class _Changes:
         return flags > 0
 
     def _seen(self, records: Iterable[tuple[int, Any]]) -> list[int]:
-        """The indices of ``records`` (index, record) ``after`` must see. The matcher's newer answers are looked
-        up here, a call less for most of a log's records."""
-        match = self.match
-        answers = match.answered()
-        out = []
-        for i, rec in records:
-            if type(rec) is not MetadataRecord or rec.error is not None:
-                continue
-            if rec.api_key in _TXN_KEYS:
-                out.append(i)
-                continue
-            seen = answers.get(id(rec))
-            if seen is None or seen[0] is not rec:
-                seen = (rec, match(rec))
-                answers = match.answered()
-            if seen[1]:
-                out.append(i)
-        return out
+        """The indices of ``records`` (index, record) ``after`` must see, in order."""
+        answer = self.match.answer
+        return [i for i, rec in records if type(rec) is MetadataRecord and rec.error is None
+                and (rec.api_key in _TXN_KEYS or answer(rec))]
 
     def after(self, e: Entry) -> None:
         """``e``, just applied to the image."""
