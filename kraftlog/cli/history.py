@@ -99,14 +99,6 @@ class _Matcher:
         """Back to following ``topic_ids``, with no answer remembered."""
         self.topic_ids, self._answers, self._older = topic_ids, {}, {}
 
-    def answer(self, rec: MetadataRecord) -> bool:
-        """``__call__``'s answer, not remembered (for a caller that remembers answers its own way)."""
-        known = len(self.topic_ids)
-        answer = self._match(rec)
-        if len(self.topic_ids) != known:
-            self._answers, self._older = {}, {}
-        return answer
-
     def _match(self, rec: MetadataRecord) -> bool:
         """Told by api key (``rec.type``'s, without naming it)."""
         kind = rec.api_key
@@ -268,9 +260,9 @@ class _Changes:
 
     def _seen(self, records: Iterable[tuple[int, Any]]) -> list[int]:
         """The indices of ``records`` (index, record) ``after`` must see, in order."""
-        answer = self.match.answer
+        match = self.match
         return [i for i, rec in records if type(rec) is MetadataRecord and rec.error is None
-                and (rec.api_key in _TXN_KEYS or answer(rec))]
+                and (rec.api_key in _TXN_KEYS or match(rec))]
 
     def after(self, e: Entry) -> None:
         """``e``, just applied to the image."""
