@@ -80,6 +80,12 @@ def test_items_are_the_readers_entries(files, walks, request):
             for x in items:  # a block's active records are its records that are not NoOps
                 if type(x) is Block:
                     assert x.active.tolist() == [not records.is_no_op(e.record) for e in x.entries()]
+            walks = {id(x.decoded): x.decoded for x in items if type(x) is Block}
+            named = {}
+            for x in items:  # a walk's decoded holds the values its records name, and nothing else
+                if type(x) is Block:
+                    named.setdefault(id(x.decoded), set()).update(x.kv.tolist())
+            assert all(named[k] == set(range(len(d))) for k, d in walks.items()), (path, kw)
     assert runs > 10
 
 

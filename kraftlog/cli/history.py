@@ -1,8 +1,10 @@
 """``kraftlog history``: the ordered changes of one topic, partition, broker or config."""
 
+import itertools
 import json
 import sys
-from typing import NamedTuple
+from collections.abc import Iterable
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -14,6 +16,7 @@ from kraftlog.schema.entity import fields_of
 from kraftlog.schema.metadata import BY_TYPE_NAME
 from kraftlog.schema.redact import redact
 from kraftlog.state.configs import type_of
+from kraftlog.state.ids import key_order
 from kraftlog.state.image import ClusterImage
 from kraftlog.state.rebuild import earliest_base, load_checkpoint, log_entries, on_disk, starting_point
 from kraftlog.state.replay import rare_full_collections
@@ -23,8 +26,16 @@ _BROKER_TYPES = {"REGISTER_BROKER_RECORD", "UNREGISTER_BROKER_RECORD", "FENCE_BR
                  "UNFENCE_BROKER_RECORD", "BROKER_REGISTRATION_CHANGE_RECORD", "CONFIG_RECORD"}
 _TXN = {"BEGIN_TRANSACTION_RECORD", "END_TRANSACTION_RECORD", "ABORT_TRANSACTION_RECORD"}
 _TXN_KEYS = {BY_TYPE_NAME[name].api_key for name in _TXN}
+_BROKER_KEYS = {BY_TYPE_NAME[name].api_key for name in _BROKER_TYPES}
+_TOPIC, _CLEAR_ELR, _CONFIG = (BY_TYPE_NAME[name].api_key for name in ("TOPIC_RECORD", "CLEAR_ELR_RECORD", "CONFIG_RECORD"))
 _ANSWERS = 1 << 14  # records whose match is remembered (``_Matcher.__call__``)
+_SEEN = 1 << 16  # record values whose answer is remembered (``_Changes._walk_flags``)
+_NOT_METADATA = object()  # ``_Changes._walk_flags``' key of what is not a metadata record (never seen)
+_NO_VALUE = object()  # and of a metadata record without its value (``raw``): told apart each time
 _HELD = 256  # changes rendered together (``_render``)
+_KEPT = 1 << 12  # partition states whose text is kept (``_Texts._partition``)
+FAST_TEXT = True  # a topic's partitions' texts kept across changes (``_Texts``); off in tests, to compare
+FAST_MARKS = True  # the records ``after`` sees told apart once per walk (``_Changes.marked``); off in tests
 
 
 def add_parser(sub) -> None:
@@ -84,28 +95,29 @@ class _Matcher:
         self._answers[id(rec)] = (rec, answer)  # the record held, so its id is not another's meanwhile
         return answer
 
-    def answered(self) -> dict[int, tuple[MetadataRecord, bool]]:
-        """The newer answers, by record id, for a caller to look up first (it calls the matcher on a miss)."""
-        return self._answers
+    def forget(self, topic_ids: set[str]) -> None:
+        """Back to following ``topic_ids``, with no answer remembered."""
+        self.topic_ids, self._answers, self._older = topic_ids, {}, {}
 
     def _match(self, rec: MetadataRecord) -> bool:
-        kind = rec.type
+        """Told by api key (``rec.type``'s, without naming it)."""
+        kind = rec.api_key
         if self.config:
             kind_, name, key = self.config
-            if kind != "CONFIG_RECORD":
+            if kind != _CONFIG:
                 return False
             e = entity_of(rec)
             return e["resource_type"] == kind_ and e["resource_name"] == name and (key is None or rec.data["name"] == key)
         if self.broker is not None:
-            return kind in _BROKER_TYPES and entity_of(rec)["broker_id"] == self.broker
-        if kind == "TOPIC_RECORD" and rec.data["name"] == self.topic:
+            return kind in _BROKER_KEYS and entity_of(rec)["broker_id"] == self.broker
+        if kind == _TOPIC and rec.data["name"] == self.topic:
             self.topic_ids.add(rec.data["topicId"])
             return True
-        if kind == "CLEAR_ELR_RECORD":
+        if kind == _CLEAR_ELR:
             return rec.data.get("topicName", "") in ("", self.topic)
-        if kind == "CONFIG_RECORD":
+        if kind == _CONFIG:
             return self.partition is None and entity_of(rec)["topic_name"] == self.topic
-        fields, data = fields_of(rec.api_key), rec.data  # entity_of's topic_id and partition_id, alone
+        fields, data = fields_of(kind), rec.data  # entity_of's topic_id and partition_id, alone
         if "topic_id" in fields and data.get(fields["topic_id"]) in self.topic_ids:
             return self.partition is None or data.get(fields.get("partition_id")) in (None, self.partition)
         return False
@@ -161,27 +173,15 @@ def _changes(args, log, start: int, limits, problems: ReadProblems, image: Clust
              out) -> tuple[int, int | None]:
     """Write each change of the entity read from ``start`` on, and the transactions aborted around them;
     (changes shown, the last offset read). Changes are rendered in groups (``_render``), apart from the
-    records read between them. A block of records (``files.records.Block``) is applied at once up to each
-    change or transaction marker in it: the records between are no change of the entity."""
+    records read between them. A block of records (``files.records.Block``) is applied at once, ``after`` called
+    at each change or transaction marker in it (``ClusterImage.apply_block``'s marks)."""
     changes = _Changes(args, image, match, out)
     last = None
     try:  # what was read before a failure is written, as it was before changes were held
         for e in log_entries(log, start, limits, problems, args.apply_invalid, runs="blocks"):
-            if type(e) is Entry:
-                last = e.offset
-                image.apply(*e)
-                changes.after(e)
-                continue
-            last = e.last
-            done = 0
-            for i in changes.marked(e):
-                image.apply_block(e.part(done, i + 1))
-                done = i + 1
-                changes.after(e.entry(i))
-            if done < len(e):
-                image.apply_block(e.part(done))
+            last = changes.take(e)
     finally:
-        _render(changes.held, args.format, out)
+        changes.flush()
     return changes.shown, last
 
 
@@ -190,32 +190,79 @@ class _Changes:
     entity, or an abort of the transaction changes were shown in."""
 
     def __init__(self, args, image: ClusterImage, match: _Matcher, out) -> None:
-        self.form, self.redacted, self.image, self.match, self.out = args.format, not args.no_redact, image, match, out
+        self.redacted, self.image, self.match, self.out = not args.no_redact, image, match, out
+        self.texts = _Texts(args.format)
         self.pending: list[int] = []  # offsets of the changes shown inside the open transaction
         self.held: list[tuple] = []  # what is to be written, in order, not yet rendered
+        self._walk: tuple[list | None, np.ndarray | None] = (None, None)  # a walk's records, which ``after`` sees
+        self._sees: dict = {_NOT_METADATA: 0}  # ``_walk_flags``' answers by record value, for the topic ids ``_for``
+        self._for: set[str] = set()
         self.shown = 0
+
+    def take(self, e: Entry | Block) -> int:
+        """Apply ``e`` to the image, noting the changes in it; the last offset it holds."""
+        image = self.image
+        if type(e) is Entry:
+            image.apply(*e)
+            self.after(e)
+            return e.offset
+        image.apply_block(e, self.marked(e), lambda i: self.after(e.entry(i)))
+        return e.last
+
+    def flush(self) -> None:
+        """Write what is held."""
+        _render(self.held, self.texts, self.out)
 
     def marked(self, block: Block) -> list[int]:
         """The records of ``block`` ``after`` must see (the others it passes over): the changes of the
-        entity, and the transaction markers. The matcher's newer answers are looked up here, a call less
-        for most of a log's records."""
-        active = np.flatnonzero(block.active).tolist()
+        entity, and the transaction markers. A walk's blocks share its records (``Block.decoded``), so they
+        are told apart once per walk (``_walk_flags``) and a block's marks are picked by its kv indices; unless
+        a topic id was added meanwhile (a topic of the name created in the walk): a record read before that
+        record may not match, so that walk's blocks are told record by record, in order (as ``FAST_MARKS``
+        off does)."""
+        if FAST_MARKS:
+            decoded = block.decoded
+            if self._walk[0] is not decoded:
+                self._walk = (decoded, self._walk_flags(decoded))
+            flags = self._walk[1]
+            if flags is not None:
+                return np.flatnonzero(flags[block.kv] & block.active).tolist()
+        active = np.flatnonzero(block.active)
+        return self._seen(zip(active.tolist(), map(block.decoded.__getitem__, block.kv[active].tolist()),
+                              strict=True))
+
+    def _walk_flags(self, decoded: list) -> np.ndarray | None:
+        """Whether ``after`` must see each of a walk's records (None: a topic id was added meanwhile, and is
+        forgotten again). A log repeats its records' values, and a record is what its value decodes to: the
+        answers are remembered by value (``raw``; a record without one is told apart each time, anything not a
+        metadata record is never seen), ``_SEEN`` of them for the topic ids they were given for, and looked up
+        for the whole walk at once."""
         match = self.match
-        answers = match.answered()
-        out = []
-        for i, rec in zip(active, map(block.decoded.__getitem__, block.kv[active].tolist()), strict=True):
-            if type(rec) is not MetadataRecord or rec.error is not None:
-                continue
-            if rec.api_key in _TXN_KEYS:
-                out.append(i)
-                continue
-            seen = answers.get(id(rec))
-            if seen is None or seen[0] is not rec:
-                seen = (rec, match(rec))
-                answers = match.answered()
-            if seen[1]:
-                out.append(i)
-        return out
+        if self._for != match.topic_ids:
+            self._sees, self._for = {_NOT_METADATA: 0}, set(match.topic_ids)
+        keys = [(rec.raw or _NO_VALUE) if type(rec) is MetadataRecord else _NOT_METADATA for rec in decoded]
+        flags = np.fromiter(map(self._sees.get, keys, itertools.repeat(-1)), np.int8, len(decoded))
+        missing = np.flatnonzero(flags < 0)
+        if not len(missing):
+            return flags > 0
+        missing_keys = list(map(keys.__getitem__, missing.tolist()))
+        answers = np.zeros(len(missing), np.int8)
+        answers[self._seen(enumerate(map(decoded.__getitem__, missing.tolist())))] = 1
+        if match.topic_ids != self._for:
+            match.forget(set(self._for))
+            return None
+        if len(self._sees) + len(missing) > _SEEN:
+            self._sees = {_NOT_METADATA: 0}
+        self._sees.update(zip(missing_keys, answers.tolist(), strict=True))
+        self._sees.pop(_NO_VALUE, None)
+        flags[missing] = answers
+        return flags > 0
+
+    def _seen(self, records: Iterable[tuple[int, Any]]) -> list[int]:
+        """The indices of ``records`` (index, record) ``after`` must see, in order."""
+        match = self.match
+        return [i for i, rec in records if type(rec) is MetadataRecord and rec.error is None
+                and (rec.api_key in _TXN_KEYS or match(rec))]
 
     def after(self, e: Entry) -> None:
         """``e``, just applied to the image."""
@@ -234,33 +281,115 @@ class _Changes:
         self.held.append((e, redact(rec) if self.redacted else rec, self.match.held(image, self.redacted),
                           None if txn is None else txn.begin_offset))
         if len(self.held) >= _HELD:
-            _render(self.held, self.form, self.out)
+            _render(self.held, self.texts, self.out)
 
 
-def _render(held: list[tuple], form: str, out) -> None:
+def _render(held: list[tuple], texts: "_Texts", out) -> None:
     """Write ``held`` (entries with the record shown, the entity after it and the transaction it is in; or
-    with None and the offsets an abort undid) and empty it. Rendered together, the code stays warm: between
-    two changes of one topic a large cluster's log holds many records, and the rendering then costs more."""
+    with None and the offsets an abort undid) in ``texts``' form and empty it. Rendered together, the code
+    stays warm: between two changes of one topic a large cluster's log holds many records, and the
+    rendering then costs more."""
     lines = []
+    jsonl = texts.form == "jsonl"
     for e, shown_rec, after, txn in held:
         if shown_rec is None:
-            lines.append(dumps({"offset": e.offset, "aborted": after}) if form == "jsonl" else
+            lines.append(dumps({"offset": e.offset, "aborted": after}) if jsonl else
                          f"offset {e.offset}: transaction aborted; changes at offsets {after} never took effect")
             continue
-        when, after = iso_time(e.timestamp), _Matcher.rendered(after)
-        if form == "jsonl":
-            row = {"offset": e.offset, "time": when, "epoch": e.epoch, **shown_rec.to_json(), "after": after}
-            if txn is not None:
-                row["inTransaction"] = txn
-            lines.append(dumps(row))
+        when, after = iso_time(e.timestamp), texts.after(after)
+        if jsonl:
+            head = {"offset": e.offset, "time": when, "epoch": e.epoch, **shown_rec.to_json()}
+            tail = {"after": after} if txn is None else {"after": after, "inTransaction": txn}
+            lines.append(texts.extended(head, tail))
         else:
             rec = e.record
             in_txn = f" (in transaction begun at {txn})" if txn is not None else ""
             lines.append(f"offset {e.offset} {when} epoch {e.epoch}{in_txn} {rec.type} v{rec.version} "
-                         f"{dumps(shown_rec.to_json()['data'])}\n    after: {json.dumps(after)}")
+                         f"{dumps(shown_rec.to_json()['data'])}\n    after: {texts.encoded(after)}")
     if lines:
         out.write("\n".join(lines) + "\n")
     held.clear()
+
+
+class _Text:
+    """JSON text already encoded, written as it is where ``_Texts.encoded`` meets it (the json module
+    refuses it: it is never quoted as a string by mistake)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+class _Texts:
+    """The JSON text ``history`` writes in ``form`` ("jsonl": ``render.dumps``, "text": ``json.dumps``), a held
+    topic's built from parts kept while they stand: a change replaces one partition's state, never changes
+    one in place (``topics.merge_partition``), so most of a topic's text is the last change's and its cost
+    does not grow with the topic. ``FAST_TEXT`` off: every value encoded whole (the general path)."""
+
+    def __init__(self, form: str) -> None:
+        self.form, self.fast = form, FAST_TEXT
+        self.encode, self.item, self.key = (dumps, ",", ":") if form == "jsonl" else (json.dumps, ", ", ": ")
+        self._kept: dict[int, tuple[dict, int, str]] = {}  # id(state) -> (state, partition id, "id":state text)
+        self._older: dict[int, tuple[dict, int, str]] = {}
+        self._orders: dict[tuple, list[int]] = {}  # a topic's partition ids as held -> in ``key_order``
+        self._frames: dict[str, str] = {}  # topic id -> its text without partitions, less the closing "}}"
+
+    def after(self, held):
+        """What ``_Matcher.held`` gave, as ``_Matcher.rendered`` gives it, or a held topic as its text."""
+        if type(held) is not _Held or held.topic is None or not self.fast:
+            return _Matcher.rendered(held)
+        return _Text(self._topic(held.topic))
+
+    def encoded(self, value) -> str:
+        """``encode(value)``; an ``after`` text as it is."""
+        return value.text if type(value) is _Text else self.encode(value)
+
+    def extended(self, head: dict, tail: dict) -> str:
+        """``encode({**head, **tail})``, ``tail``'s values ``encoded`` (its keys are not ``head``'s)."""
+        if not self.fast:
+            return self.encode({**head, **tail})
+        if head and not head.keys() & tail.keys():
+            return self.encode(head)[:-1] + self.item + self._members(tail) + "}"
+        return "{" + self._members({**head, **tail}) + "}"
+
+    def _members(self, obj: dict) -> str:
+        """``encode(obj)`` without its braces, each value ``encoded``; a key that is not text is refused (the
+        json module would write it otherwise)."""
+        if any(type(k) is not str for k in obj):
+            raise TypeError(f"history writes objects with text keys only, not {list(obj)!r}")
+        return self.item.join([self.encode(k) + self.key + self.encoded(v) for k, v in obj.items()])
+
+    def _topic(self, held: tuple[str, dict]) -> str:
+        """``encode(topic_held_json(held))``: its text with no partitions (the partitions object last in it,
+        else the general path), each partition's ``"id":state`` text put in, in ``key_order``."""
+        topic_id, partitions = held
+        frame = self._frames.get(topic_id)
+        if frame is None:
+            frame = self.encode(topic_held_json((topic_id, {})))
+            frame = self._frames[topic_id] = frame[:-2] if frame.endswith("{}}") else ""
+        ids = tuple(partitions)
+        order = self._orders.get(ids)
+        if order is None:
+            if len(self._orders) >= _KEPT:
+                self._orders.clear()
+            order = self._orders[ids] = sorted(ids, key=key_order) if all(type(k) is int for k in ids) else []
+        if not frame or len(order) != len(ids):
+            return self.encode(topic_held_json(held))
+        return frame + self.item.join([self._partition(k, partitions[k]) for k in order]) + "}}"
+
+    def _partition(self, partition_id: int, state: dict) -> str:
+        """``"id":state`` as ``_topic`` puts it in, kept by the state's identity (the state held with it) in two
+        generations of ``_KEPT``."""
+        seen = self._kept.get(id(state))
+        if seen is None or seen[0] is not state or seen[1] != partition_id:
+            seen = self._older.get(id(state))
+            if seen is None or seen[0] is not state or seen[1] != partition_id:
+                seen = (state, partition_id, self.encode(str(partition_id)) + self.key + self.encode(state))
+            if len(self._kept) >= _KEPT:
+                self._kept, self._older = {}, self._kept
+            self._kept[id(state)] = seen
+        return seen[2]
 
 
 def run(args) -> int:

@@ -138,25 +138,26 @@ def _walked(lf: LogFile, limits: Limits, start: int, until: int | None):
 def _blocks(w, stop: int, start: int) -> Iterator[Block]:
     """The records of a clean walk's first ``stop`` batches at or after ``start``, as ``Block`` columns cut
     where offsets jump (a block's offsets are consecutive). A metadata value is decoded once per walk, and its
-    record shared across walks and files (``decode_metadata``'s cache); a control record's at ``len(w.kv)`` +
-    its kv index."""
+    record shared across walks and files (``decode_metadata``'s cache); ``decoded`` holds the walk's values the
+    records name (its metadata records, then its control records), nothing else."""
     keep = (w.rec_batch < stop) & (w.rec_offset >= start)
     batch, offsets = w.rec_batch[keep], w.rec_offset[keep]
     if not len(batch):
         return
     n = len(w.kv)
     control = ((w.header["attributes"] & CONTROL_BIT) != 0)[batch]
-    kv = w.rec_kv[keep] + n * control
+    kv = w.rec_kv[keep] + n * control  # a control record's value at n + its kv index
     used = np.zeros(2 * n, bool)
     used[kv] = True
-    metadata, controls = np.flatnonzero(used[:n]), np.flatnonzero(used[n:])
+    slots = np.flatnonzero(used)  # the values the records name, metadata first: ``decoded`` in this order
+    metadata, controls = slots[slots < n], slots[slots >= n] - n
+    rank = np.zeros(2 * n, np.int64)
+    rank[slots] = np.arange(len(slots))
+    kv = rank[kv]
     records = list(map(decode_metadata, [w.kv[k][1] or b"" for k in metadata.tolist()]))
-    decoded = np.full(2 * n, None, object)
-    decoded[metadata] = records
-    decoded[controls + n] = [_control(*w.kv[k]) for k in controls.tolist()]
-    decoded = decoded.tolist()
-    no_op = np.zeros(2 * n, bool)  # ``is_no_op``: these are MetadataRecords
-    no_op[metadata] = [rec.api_key == _NO_OP_API_KEY and rec.error is None for rec in records]
+    decoded = records + [_control(*w.kv[k]) for k in controls.tolist()]
+    no_op = np.zeros(len(slots), bool)  # ``is_no_op``: these are MetadataRecords
+    no_op[:len(records)] = [rec.api_key == _NO_OP_API_KEY and rec.error is None for rec in records]
     active = ~no_op[kv]
     timestamps = w.rec_timestamp[keep]
     epochs = w.header["partitionLeaderEpoch"][batch].astype(np.int64)

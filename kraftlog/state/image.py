@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -162,42 +163,60 @@ class ClusterImage:
         self.raft.observe_epoch(int(epochs.max()))
         self._at = (int(offsets[-1]), int(epochs[-1]), int(timestamps[-1]))
 
-    def apply_block(self, block: Block) -> None:
+    def apply_block(self, block: Block, marks: list[int] = (), after: Callable[[int], None] | None = None) -> None:
         """``apply`` of each of a block's records in turn, cheaper: its NoOps only advance the image (or
         are held with an open transaction's records, as ``apply`` holds them), and outside a transaction
         a decoded metadata record goes to its handler by api key, ``apply``'s first branch inline.
+        ``after(i)`` is called right after record ``i`` of ``marks`` (increasing indices of records that are
+        not NoOps) is applied, the image then as ``apply`` would leave it: a block is not cut to look at it.
 
         Invariants: outside a transaction the provenance ``apply`` leaves after a record is that record's,
-        so it is set once, before a record ``apply`` takes and at the end. Only the Raft handlers (control
-        records, which ``apply`` takes) see the epochs observed, so those are observed before such a
-        record (the highest up to it, as one by one would leave them) and at the end."""
+        so it is set once, before a record ``apply`` takes, at a mark and at the end. Only the Raft handlers
+        (control records, which ``apply`` takes) see the epochs observed, so those are observed before such a
+        record (the highest up to it, as one by one would leave them), at a mark and at the end."""
         active = np.flatnonzero(block.active)
         offsets, timestamps, epochs = block.offsets, block.timestamps, block.epochs
         txn = self.transaction
+        if len(marks):
+            ends = np.searchsorted(active, marks, side="right")
+            if not (len(active) and ends[0] and (np.diff(marks) > 0).all() and (active[ends - 1] == marks).all()):
+                raise ValueError(f"marks {marks} are not increasing indices of the block's records that are not NoOps")
         if len(active):
             decoded, by_api_key, apply = block.decoded, self._by_api_key, self.apply
             highest = None
             done = 0  # records before this one are applied
-            for i, rec in zip(active.tolist(), map(decoded.__getitem__, block.kv[active].tolist()), strict=True):
-                if txn is None and type(rec) is MetadataRecord and rec.error is None and (
-                        handler := by_api_key.get(rec.api_key)) is not None:
-                    try:
-                        handler(rec.data)
-                    except _REFUSALS as exc:
-                        self._refused(rec, int(offsets[i]), exc)
-                elif txn is not None:  # its records are held, the NoOps among them too
-                    for j in range(done, i + 1):
-                        apply(*block.entry(j))
-                    txn = self.transaction
-                else:
-                    if i:
-                        self._at = (int(offsets[i - 1]), int(epochs[i - 1]), int(timestamps[i - 1]))
-                    if highest is None:
-                        highest = np.maximum.accumulate(epochs)
-                    self.raft.observe_epoch(int(highest[i]))
-                    apply(rec, int(offsets[i]), int(timestamps[i]), int(epochs[i]))
-                    txn = self.transaction
-                done = i + 1
+            indices, recs = active.tolist(), list(map(decoded.__getitem__, block.kv[active].tolist()))
+            runs = [(indices, recs)] if not len(marks) else [
+                (indices[lo:hi], recs[lo:hi]) for lo, hi in itertools.pairwise([0, *ends.tolist(), len(indices)])]
+            for k, (run_indices, run_recs) in enumerate(runs):
+                for i, rec in zip(run_indices, run_recs, strict=True):
+                    if txn is None and type(rec) is MetadataRecord and rec.error is None and (
+                            handler := by_api_key.get(rec.api_key)) is not None:
+                        try:
+                            handler(rec.data)
+                        except _REFUSALS as exc:
+                            self._refused(rec, int(offsets[i]), exc)
+                    elif txn is not None:  # its records are held, the NoOps among them too
+                        for j in range(done, i + 1):
+                            apply(*block.entry(j))
+                        txn = self.transaction
+                    else:
+                        if i:
+                            self._at = (int(offsets[i - 1]), int(epochs[i - 1]), int(timestamps[i - 1]))
+                        if highest is None:
+                            highest = np.maximum.accumulate(epochs)
+                        self.raft.observe_epoch(int(highest[i]))
+                        apply(rec, int(offsets[i]), int(timestamps[i]), int(epochs[i]))
+                        txn = self.transaction
+                    done = i + 1
+                if k < len(marks):
+                    i = done - 1
+                    if txn is None:
+                        if highest is None:
+                            highest = np.maximum.accumulate(epochs)
+                        self.raft.observe_epoch(int(highest[i]))
+                        self._at = (int(offsets[i]), int(epochs[i]), int(timestamps[i]))
+                    after(i)
             if txn is not None:
                 for j in range(done, len(block)):
                     apply(*block.entry(j))

@@ -132,11 +132,15 @@ def placement(old: dict, change: dict) -> tuple[list[int], list[str]]:
     return replicas, _directories(directories, replicas)
 
 
-#: ``PARTITION_CHANGE_RECORD`` by field, as ``merge_partition`` reads it: (state field, REPLACE?, unchanged,
-#: bumps, leaderRecoveryState?) for the fields merged one by one; None for the KEY and PLACEMENT fields.
-_MERGED = {name: None if m.rule in (KEY, PLACEMENT) else
-           (m.state, m.rule == REPLACE, m.unchanged, m.bumps, m.state == "leaderRecoveryState")
-           for name, m in PARTITION_CHANGE_RECORD.items()}
+#: ``PARTITION_CHANGE_RECORD`` by field, as ``merge_partition`` reads it: the REPLACE fields' state fields (a
+#: list that is not null replaces the old one); the SENTINEL fields' (state field, unchanged, bumps,
+#: leaderRecoveryState?); the KEY and PLACEMENT fields, passed over in the loop.
+_REPLACED = {name: m.state for name, m in PARTITION_CHANGE_RECORD.items() if m.rule == REPLACE}
+_SENTINELS = {name: (m.state, m.unchanged, m.bumps, m.state == "leaderRecoveryState")
+              for name, m in PARTITION_CHANGE_RECORD.items() if m.rule == SENTINEL}
+_PASSED = frozenset(name for name, m in PARTITION_CHANGE_RECORD.items() if m.rule in (KEY, PLACEMENT))
+assert all(m.unchanged is None for m in PARTITION_CHANGE_RECORD.values() if m.rule == REPLACE)
+assert {*_REPLACED, *_SENTINELS, *_PASSED} == set(PARTITION_CHANGE_RECORD)
 
 
 def merge_partition(old: dict, change: dict) -> dict:
@@ -148,19 +152,23 @@ def merge_partition(old: dict, change: dict) -> dict:
     Only the fields the change holds are visited (a decoded PartitionChangeRecord holds its tagged
     fields only when set); without replicas and directories the placement stays as it is, since
     ``old``'s already has one directory per replica. A field the table does not name is refused."""
-    new = dict(old)
+    new = old.copy()
     if "replicas" in change or "directories" in change:
         new["replicas"], new["directories"] = placement(old, change)
     for name, value in change.items():
-        merged = _MERGED.get(name, name)
-        if merged is None:
+        state = _REPLACED.get(name)
+        if state is not None:
+            if value is not None:
+                new[state] = list(value)
             continue
-        if merged is name:
+        if name in _PASSED:
+            continue
+        if name not in _SENTINELS:
             raise ReplayProblem(f"PartitionChangeRecord field {name} is not one kraftlog merges")
-        state, replace, unchanged, bumps, recovery = merged
+        state, unchanged, bumps, recovery = _SENTINELS[name]
         if value == unchanged:
             continue
-        new[state] = list(value) if replace else _recovery_state(value) if recovery else value
+        new[state] = _recovery_state(value) if recovery else value
         if bumps is not None:
             new[bumps] = old[bumps] + 1
     new[ALWAYS_BUMPS] = old[ALWAYS_BUMPS] + 1

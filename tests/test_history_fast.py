@@ -1,0 +1,227 @@
+"""``history``'s cheaper paths (issue 18) give what the general ones give: a block applied at once with
+``after`` called at its marked records (``ClusterImage.apply_block``'s marks, not the block cut at each
+change), and a held topic's text built from its partitions' kept texts (``history._Texts``)."""
+
+import json
+
+import pytest
+from test_cli_fast import quiet_log  # noqa: F401
+from test_replay_fast import T, _block, _block_records, _General, _held, _nodes, _rec, _topics
+
+from kraftlog.cli import history
+from kraftlog.cli.main import main
+from kraftlog.cli.render import dumps
+from kraftlog.files.records import is_no_op
+from kraftlog.state.image import ClusterImage
+from kraftlog.state.topics import new_partition, topic_held_json
+
+
+def _seen(image: ClusterImage):
+    """Everything a record can change, the open transaction's held records too."""
+    return (json.dumps(image.to_json(redact=False)), image.provenance, list(image.problems), image.raft.leader_epoch,
+            image.raft.leader_id, json.dumps(image.raft.to_json()), _held(image))
+
+
+def _one_by_one(recs, epochs, upto: int) -> ClusterImage:
+    image = _General()
+    for i in range(upto + 1):
+        image.apply(recs[i], 10 + i, 2000 + i, epochs[i])
+    return image
+
+
+def test_a_mark_sees_the_image_applying_each_record_in_turn_leaves():
+    recs, epochs = _block_records()
+    active = [i for i, r in enumerate(recs) if not is_no_op(r)]
+    for marks in [[i] for i in active] + [active, active[1::3]]:
+        image, seen = ClusterImage.empty(), {}
+        image.apply_block(_block(recs, epochs), marks, lambda i, image=image, seen=seen: seen.setdefault(i, _seen(image)))
+        assert list(seen) == marks
+        for i in marks:
+            assert seen[i] == _seen(_one_by_one(recs, epochs, i)), (marks, i)
+        assert _seen(image) == _seen(_one_by_one(recs, epochs, len(recs) - 1)), marks
+
+
+def test_a_mark_gives_the_literal_image():
+    recs, epochs = _block_records()
+    image, seen = ClusterImage.empty(), {}
+    # records 3 and 4: the ISR shrinks to [1, 2], then the leader moves to 2; 11: a Begin (its image the one before)
+    image.apply_block(_block(recs, epochs), [3, 4, 11],
+                      lambda i: seen.setdefault(i, (image.to_json()["topics"]["t"]["partitions"]["0"],
+                                                    image.provenance.to_json(), image.transaction)))
+    partition = {"replicas": [1, 2, 3], "directories": ["AAAAAAAAAAAAAAAAAAAAAA"] * 3, "isr": [1, 2],
+                 "removingReplicas": [], "addingReplicas": [], "leader": 1, "leaderRecoveryState": 0,
+                 "leaderEpoch": 5, "partitionEpoch": 8, "eligibleLeaderReplicas": [], "lastKnownElr": []}
+    assert seen[3] == (partition, {"offset": 13, "epoch": 3, "timestamp": 2003}, None)
+    assert seen[4] == ({**partition, "leader": 2, "leaderEpoch": 6, "partitionEpoch": 9},
+                       {"offset": 14, "epoch": 3, "timestamp": 2004}, None)
+    assert seen[11][1] == {"offset": 20, "epoch": 5, "timestamp": 2010} and seen[11][2].begin_offset == 21
+
+
+@pytest.mark.parametrize("marks", [[0], [3, 3], [4, 3], [3, 40], [-1], [7]], ids=str)
+def test_marks_other_than_increasing_records_that_are_not_noops_are_refused(marks):
+    recs, epochs = _block_records()
+    image = ClusterImage.empty()
+    with pytest.raises(ValueError, match="not increasing indices"):
+        image.apply_block(_block(recs, epochs), marks, lambda i: None)
+    assert _seen(image) == _seen(ClusterImage.empty())  # refused before anything is applied
+
+
+def _history(path, *args) -> tuple[int, str]:
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        code = main(["history", str(path), *args])
+    return code, out.getvalue()
+
+
+def _histories(path, topics: list[str]) -> list[tuple[int, str]]:
+    return [_history(path, "--topic", t, *more, *form) for t in topics
+            for more, form in (((), ()), ((), ("--format", "jsonl")), (("--partition", "1"), ("--format", "jsonl")),
+                               (("--no-redact",), ()))]
+
+
+def _kept_texts_are_whole_texts(path, monkeypatch) -> int:
+    """Histories of every topic of ``path`` with texts kept and encoded whole, the same; the texts built."""
+    topics = _topics(path)
+    built = []
+    topic = history._Texts._topic
+    monkeypatch.setattr(history._Texts, "_topic", lambda self, held: built.append(held) or topic(self, held))
+    fast = _histories(path, topics)
+    monkeypatch.setattr(history, "FAST_TEXT", False)
+    general = _histories(path, topics)
+    assert fast == general
+    assert any(out for _, out in fast) or not topics
+    return len(built)
+
+
+def test_kept_texts_are_whole_texts_on_a_generated_log(quiet_log, monkeypatch):  # noqa: F811
+    assert _kept_texts_are_whole_texts(quiet_log, monkeypatch) > 100
+
+
+@pytest.mark.parametrize("node", _nodes(), ids=lambda n: str(n.log_dir))
+def test_kept_texts_are_whole_texts_on_fixtures_and_the_real_corpus(node, monkeypatch):
+    _kept_texts_are_whole_texts(node.metadata_dir, monkeypatch)
+
+
+def test_blocks_with_marks_are_records_one_by_one_in_history(quiet_log, monkeypatch):  # noqa: F811
+    """The whole of ``history`` over blocks and over the reader's entries, one record at a time."""
+    topics = _topics(quiet_log)
+    blocks = _histories(quiet_log, topics)
+    entries = history.log_entries
+    monkeypatch.setattr(history, "log_entries", lambda *a, runs=None: entries(*a))
+    assert _histories(quiet_log, topics) == blocks
+    assert any("aborted" in out for _, out in blocks) and any("inTransaction" in out for _, out in blocks)
+
+
+def _state(leader: int) -> dict:
+    return new_partition({"partitionId": 0, "topicId": T, "replicas": [1, 2], "isr": [1, 2], "leader": leader,
+                          "leaderEpoch": 3, "partitionEpoch": 4})
+
+
+def test_a_held_topic_gives_the_literal_texts():
+    held = (T, {10: _state(2), 2: _state(1)})
+    state = ('"replicas":[1,2],"isr":[1,2],"removingReplicas":[],"addingReplicas":[],"leader":{},'
+             '"leaderRecoveryState":0,"leaderEpoch":3,"partitionEpoch":4,"directories":'
+             '["AAAAAAAAAAAAAAAAAAAAAA","AAAAAAAAAAAAAAAAAAAAAA"],"eligibleLeaderReplicas":[],"lastKnownElr":[]')
+    texts = history._Texts("jsonl")
+    assert texts._topic(held) == ('{"topicId":"AAAAAAAAAAAAAAAAAAAAAQ","partitions":{"2":{' + state.format(1)
+                                  + '},"10":{' + state.format(2) + '}}}')
+    assert texts._topic(held) == dumps(topic_held_json(held))  # kept: the same text again
+    changed = (T, {**held[1], 2: _state(3)})
+    assert texts._topic(changed) == dumps(topic_held_json(changed)) and '"leader":3' in texts._topic(changed)
+    spaced = history._Texts("text")
+    assert spaced._topic(held) == json.dumps(topic_held_json(held)) and '"partitions": {"2": {"replicas": [1, 2]' \
+        in spaced._topic(held)
+
+
+def test_what_kept_texts_were_not_built_for_is_encoded_whole_or_refused():
+    texts = history._Texts("jsonl")
+    odd = (T, {"x": _state(1), 1: _state(2)})  # a partition id that is not a number: the general path
+    assert texts._topic(odd) == dumps(topic_held_json(odd))
+    with pytest.raises(TypeError, match="text keys only"):
+        texts.extended({1: "a"}, {1: "b"})  # a key the row's JSON would write otherwise
+    with pytest.raises(TypeError):
+        json.dumps({"after": history._Text("{}")})  # a kept text never reaches json as a string
+    assert texts.extended({"offset": 1}, {"offset": 2, "after": history._Text("[1]")}) == '{"offset":2,"after":[1]}'
+    assert _rec("TOPIC_RECORD", 0, name="t", topicId=T).to_json().keys() & {"after", "inTransaction"} == set()
+
+
+def _changes(topic: str):
+    from argparse import Namespace
+
+    args = Namespace(topic=topic, partition=None, broker=None, config=None, format="jsonl", no_redact=False)
+    image = ClusterImage.empty()
+    return history._Changes(args, image, history._Matcher(args, image), None)
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_a_topic_created_inside_a_walk_is_followed_from_its_record_on(fast, monkeypatch):
+    """Topic id T is first another topic's, then re-created as "t": only what comes after the TopicRecord of
+    "t" is its history, also when the walk's records are told apart at once (the walk is then read in order)."""
+    monkeypatch.setattr(history, "FAST_MARKS", fast)
+    part = _rec("PARTITION_RECORD", 1, partitionId=0, topicId=T, replicas=[1], isr=[1], leader=1, leaderEpoch=0,
+                partitionEpoch=0)
+    recs = [_rec("TOPIC_RECORD", 0, name="other", topicId=T), part,
+            _rec("PARTITION_CHANGE_RECORD", 1, partitionId=0, topicId=T, isr=[1]), _rec("NO_OP_RECORD", 0),
+            _rec("TOPIC_RECORD", 0, name="t", topicId=T), part, _rec("BEGIN_TRANSACTION_RECORD", 0, name="b")]
+    block = _block(recs, [1] * len(recs))
+    changes = _changes("t")
+    assert changes.marked(block.part(0, 3)) == [] and changes.marked(block) == [4, 5, 6]
+    assert changes.marked(block.part(0, 3)) == [0, 1, 2]  # now the topic's: its records of either name match
+    again = _changes("t")
+    assert again.marked(block.part(4)) == [0, 1, 2] and again.marked(block) == [0, 1, 2, 4, 5, 6]
+
+
+def _marks_both_ways(path) -> int:
+    """Every block's marks told apart per walk and record by record, by matchers of every topic alike."""
+    from kraftlog.files.copies import Log
+    from kraftlog.files.logdir import find_nodes
+    from kraftlog.files.reader import Limits
+    from kraftlog.files.records import Block, ReadProblems
+
+    marked = 0
+    blocks = [b for b in Log.of(find_nodes(path)[0]).entries(0, Limits(), ReadProblems(), runs="blocks")
+              if type(b) is Block]
+    for topic in _topics(path) + ["absent"]:
+        fast, general = _changes(topic), _changes(topic)
+        for b in blocks:
+            history.FAST_MARKS = True
+            marks = fast.marked(b)
+            history.FAST_MARKS = False
+            assert marks == general.marked(b), (topic, b.offsets[0])
+            marked += len(marks)
+        history.FAST_MARKS = True
+    return marked
+
+
+def test_marks_per_walk_are_marks_record_by_record_on_a_generated_log(quiet_log, monkeypatch):  # noqa: F811
+    monkeypatch.setattr(history, "FAST_MARKS", True)
+    assert _marks_both_ways(quiet_log) > 100
+
+
+@pytest.mark.parametrize("node", _nodes(), ids=lambda n: str(n.log_dir))
+def test_marks_per_walk_are_marks_record_by_record_on_fixtures_and_the_real_corpus(node, monkeypatch):
+    monkeypatch.setattr(history, "FAST_MARKS", True)
+    _marks_both_ways(node.metadata_dir)
+
+
+def test_answers_remembered_across_walks_follow_the_topic_ids():
+    """One record (``decode_metadata``'s cache) in three walks: before its topic is created, and after."""
+    change = _rec("PARTITION_CHANGE_RECORD", 1, partitionId=0, topicId=T, isr=[1])
+    walks = [_block([change], [1]), _block([_rec("TOPIC_RECORD", 0, name="t", topicId=T)], [1]), _block([change], [1])]
+    changes = _changes("t")
+    assert [changes.marked(w) for w in walks] == [[], [0], [0]]
+
+
+def test_records_without_their_value_are_remembered_apart():
+    """Answers are remembered by a record's value; records built without one (no ``raw``) are not one value."""
+    from kraftlog.schema import MetadataRecord
+
+    change = _rec("PARTITION_CHANGE_RECORD", 1, partitionId=0, topicId=T, isr=[1])
+    mine, other = (MetadataRecord(change.api_key, change.version, {**change.data, "topicId": t}) for t in (T, "x" * 22))
+    changes = _changes("t")
+    assert changes.marked(_block([_rec("TOPIC_RECORD", 0, name="t", topicId=T)], [1])) == [0]
+    assert changes.marked(_block([other, mine, other, change], [1] * 4)) == [1, 3]
+    assert changes.marked(_block([mine, other], [1] * 2)) == [0]
