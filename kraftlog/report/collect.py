@@ -33,6 +33,7 @@ from kraftlog.report.model import (
     next_width,
 )
 from kraftlog.report.partitions import TOP_PARTITIONS
+from kraftlog.schema import MetadataRecord
 from kraftlog.schema.entity import ACL_RESOURCE_TYPES
 from kraftlog.schema.redact import REDACTED, is_secret_config
 from kraftlog.state.acls import OPERATIONS, PERMISSION_TYPES
@@ -67,6 +68,21 @@ _PARTITION_KINDS = frozenset({"PARTITION_RECORD", "PARTITION_CHANGE_RECORD"})
 _NO_FLAGS = (False,) * len(HEALTH)  # a partition that is not there
 _OTHER, _NOOP, _CHANGE = 0, 1, 2  # what a record of a ``Block`` is to ``add_records``
 _REGISTRY_MAX = 1 << 18  # partitions and ISRs named by number in folds, before the numbers start over
+#: A held partition's columns (``_Walker.cols``): its state's leader and ISR (by number), its track's, its
+#: replicas, ELR set, topic (by number), epochs, health flags, and the churn its track has not been told yet.
+(_LEADER, _ISR, _TRACK_LEADER, _TRACK_ISR, _REPLICAS, _ELR, _TOPIC, _LEADER_EPOCH, _PARTITION_EPOCH) = range(9)
+_FLAGS = slice(9, 9 + len(HEALTH))
+_CHURN = slice(_FLAGS.stop, _FLAGS.stop + 4)  # leader changes, shrinks, expands, unclean
+#: Records whose replay and effect read no partition's state, track or flags but through ``_recheck`` and
+#: ``_broker`` (which write back the held partitions they read): held partitions stay held across them.
+_READS_NO_PARTITION = frozenset({
+    NO_OP, "CONFIG_RECORD", "REGISTER_BROKER_RECORD", "UNREGISTER_BROKER_RECORD", "FENCE_BROKER_RECORD",
+    "UNFENCE_BROKER_RECORD", "BROKER_REGISTRATION_CHANGE_RECORD", "REGISTER_CONTROLLER_RECORD",
+    "ACCESS_CONTROL_ENTRY_RECORD", "REMOVE_ACCESS_CONTROL_ENTRY_RECORD", "CLIENT_QUOTA_RECORD",
+    "USER_SCRAM_CREDENTIAL_RECORD", "REMOVE_USER_SCRAM_CREDENTIAL_RECORD", "DELEGATION_TOKEN_RECORD",
+    "REMOVE_DELEGATION_TOKEN_RECORD", "FEATURE_LEVEL_RECORD", "ZK_MIGRATION_STATE_RECORD", "PRODUCER_IDS_RECORD",
+    "LEADER_CHANGE", "KRAFT_VOTERS", "KRAFT_VERSION"})
+_TOPIC_KINDS = frozenset({"TOPIC_RECORD", "REMOVE_TOPIC_RECORD"})  # they replace or drop a topic's partitions
 _SEEN_MAX = 1 << 14  # decoded records whose kind is remembered across walks
 
 
@@ -133,6 +149,14 @@ class _Walker:
         self.isr_sizes = np.zeros(0, np.int64)
         self.isr_moves: dict[tuple[int, int], tuple[bool, bool]] = {}  # (old, new ISR) -> shrank, grew
         self.skipped: set[int] = set()  # partitions a fold cannot take until the next record added
+        # Partitions a fold changed hold their state in ``cols`` (by number) until a record that reads it
+        # comes (``_release``): the image's state, the track's leader, ISR and churn, ``health`` and
+        # ``leader_of`` are written back then, not after each stretch.
+        self.cols = np.zeros((0, _CHURN.stop), np.int64)
+        self.holding = np.zeros(0, bool)
+        self.held: dict[int, tuple] = {}  # number -> (key, its topic's partitions, its state when held, track)
+        self.topic_codes: dict[str, int] = {}  # topic id -> its number in ``cols``
+        self.topic_ids: list[str] = []
         model.start_topics = len(self.topic_names)
         model.start_metadata_version = image.features.levels.get(METADATA_VERSION)
         for tid, topic in image.topics.by_id.items():
@@ -188,6 +212,8 @@ class _Walker:
             self._count(e.timestamp, e.offset, NO_OP)
             return
         kind = rec.type
+        if self.held:
+            self._release_read_by(rec, kind)
         model.records += 1
         model.type_totals[kind] += 1
         if model.first_offset is None:
@@ -242,9 +268,9 @@ class _Walker:
         kind, key, leader, isr = self._kinds(run)
         a, n = 0, len(run)
         while a < n:
-            z, seeds = self._stretch(run, a, kind, key)
+            z, held = self._stretch(run, a, kind, key)
             if z > a:
-                self._fold(run, a, z, kind[a:z], key[a:z], leader[a:z], isr[a:z], seeds)
+                self._fold(run, a, z, kind[a:z], key[a:z], leader[a:z], isr[a:z], held)
                 a = z
                 continue
             self.add(run.entry(a))
@@ -255,8 +281,10 @@ class _Walker:
         """Per record: its kind, and for a PartitionChangeRecord the fold takes, its partition's number,
         its leader (-2: unchanged) and its ISR's number (-1: unchanged); each value of a walk told once."""
         if run.decoded is not self.values:
-            if len(self.keys) > _REGISTRY_MAX or len(self.isrs) > _REGISTRY_MAX:
+            if len(self.keys) > _REGISTRY_MAX or len(self.isrs) > _REGISTRY_MAX or len(self.topic_ids) > _REGISTRY_MAX:
+                self._release_all()
                 self.key_codes, self.keys, self.isr_codes, self.isrs, self.isr_moves = {}, [], {}, [], {}
+                self.topic_codes, self.topic_ids = {}, []
                 self.isr_sizes = np.zeros(0, np.int64)
                 self.kinds_seen.clear()
                 self.skipped.clear()
@@ -301,9 +329,9 @@ class _Walker:
             self.isr_sizes = np.asarray([len(i) for i in self.isrs], np.int64)
         return self.isr_sizes
 
-    def _stretch(self, run: Block, a: int, kind: np.ndarray, key: np.ndarray) -> tuple[int, tuple | None]:
-        """The records from ``a`` up to the first one a fold cannot take (``a``: none), and what the fold
-        starts from for each partition they change."""
+    def _stretch(self, run: Block, a: int, kind: np.ndarray, key: np.ndarray) -> tuple[int, np.ndarray | None]:
+        """The records from ``a`` up to the first one a fold cannot take (``a``: none), and the partitions
+        they change, held (``_hold``)."""
         if self.epoch is None or self.image.transaction is not None:
             return a, None
         ok = (kind[a:] != _OTHER) & (run.epochs[a:] <= self.epoch.epoch)
@@ -314,9 +342,9 @@ class _Walker:
             z = self._unwidened(run.timestamps, a, z)
             if z == a:
                 return a, None
-            seeds = self._seeds(key[a:z][kind[a:z] == _CHANGE])
-            if seeds is not None:
-                return z, seeds
+            held = self._hold(key[a:z][kind[a:z] == _CHANGE])
+            if held is not None:
+                return z, held
 
     def _unwidened(self, timestamps: np.ndarray, a: int, z: int) -> int:
         """The end of the records from ``a`` (before ``z``) that fit the buckets as they are: the first
@@ -334,16 +362,22 @@ class _Walker:
         wide = hi - lo >= self.max_buckets
         return a + int(np.argmax(wide)) if wide.any() else z
 
-    def _seeds(self, keys: np.ndarray) -> tuple[list, np.ndarray] | None:
-        """Per partition the records change (by number, ascending): (number, key, its topic's partitions,
-        its state, its track, its health flags), and as columns what the fold starts from (state's leader and
-        ISR, track's leader and ISR, replicas, ELR set, min ISR, epochs, flags); None (the partitions noted
-        in ``skipped``) when one has no state, track or flags, as ``_partition`` then takes another way."""
-        codes = np.unique(keys).tolist()
-        names, by_id, tracks, health = self.keys, self.image.topics.by_id, self.model.partitions, self.health
-        min_isrs, isr_codes = self.min_isrs, self.isr_codes
-        held, numbers = [], []
-        for code in codes:
+    def _hold(self, keys: np.ndarray) -> np.ndarray | None:
+        """The partitions the records change, by number ascending, each held in ``cols`` (those not yet held
+        read from the image, the track and ``health``); None (the partitions noted in ``skipped``) when one
+        has no state, track or flags, as ``_partition`` then takes another way."""
+        codes = np.unique(keys)
+        if len(self.holding) < len(self.keys):
+            size = max(2 * len(self.keys), 1024)
+            self.cols = np.concatenate([self.cols, np.zeros((size - len(self.cols), _CHURN.stop), np.int64)])
+            self.holding = np.concatenate([self.holding, np.zeros(size - len(self.holding), bool)])
+        new = codes[~self.holding[codes]].tolist()
+        if not new:
+            return codes
+        names, by_id, tracks, health, isr_codes = self.keys, self.image.topics.by_id, self.model.partitions, \
+            self.health, self.isr_codes
+        taken, rows = [], []
+        for code in new:
             key = names[code]
             tid = key[0]
             topic = by_id.get(tid)
@@ -357,19 +391,76 @@ class _Walker:
             isr = tuple(part["isr"])
             isr_code = isr_codes.get(isr)
             track_isr = isr_code if track.isr == isr else isr_codes.get(track.isr)
-            min_isr = min_isrs.get(tid)
-            held.append((code, key, partitions, part, track, old))
-            numbers.append((part["leader"], self._isr_code(isr) if isr_code is None else isr_code, track.leader,
-                            self._isr_code(track.isr) if track_isr is None else track_isr, len(part["replicas"]),
-                            bool(part["eligibleLeaderReplicas"]),
-                            self._topic_min_isr(tid) if min_isr is None else min_isr, part[LEADER_EPOCH],
-                            part[PARTITION_EPOCH], *old))
-        if len(held) < len(codes):
-            return None
-        return held, np.asarray(numbers, np.int64).reshape(len(held), 9 + len(HEALTH))
+            topic_code = self.topic_codes.get(tid)
+            if topic_code is None:
+                topic_code = self.topic_codes[tid] = len(self.topic_ids)
+                self.topic_ids.append(tid)
+            self.held[code] = (key, partitions, part, track)
+            taken.append(code)
+            rows.append((part["leader"], self._isr_code(isr) if isr_code is None else isr_code, track.leader,
+                         self._isr_code(track.isr) if track_isr is None else track_isr, len(part["replicas"]),
+                         bool(part["eligibleLeaderReplicas"]), topic_code, part[LEADER_EPOCH], part[PARTITION_EPOCH],
+                         *old, 0, 0, 0, 0))
+        if taken:
+            self.cols[taken] = rows
+            self.holding[taken] = True
+        return codes if len(taken) == len(new) else None
+
+    def _release(self, codes: list[int]) -> None:
+        """Write the held partitions back (the image's state, the track, ``leader_of`` and ``health``), as
+        ``_partition`` would have left them, and hold them no more."""
+        if not codes:
+            return
+        isrs, health, held, leader_of = self.isrs, self.health, self.held, self.leader_of
+        for code, row in zip(codes, self.cols[codes].tolist(), strict=True):
+            key, partitions, part, track = held.pop(code)
+            leader = row[_LEADER]
+            if row[_PARTITION_EPOCH] != part[PARTITION_EPOCH]:  # every record the fold takes bumps it
+                new = dict(part)
+                new["leader"], new[LEADER_EPOCH], new[PARTITION_EPOCH] = leader, row[_LEADER_EPOCH], row[_PARTITION_EPOCH]
+                new["isr"] = list(isrs[row[_ISR]])
+                partitions[key[1]] = new
+            track.replicas = row[_REPLICAS]
+            track.leader, track.isr = row[_TRACK_LEADER], isrs[row[_TRACK_ISR]]
+            moved, shrank, grew, unclean = row[_CHURN]
+            track.leader_changes += moved
+            track.shrinks += shrank
+            track.expands += grew
+            track.unclean += unclean
+            if leader_of.get(key) != leader:
+                self._lead(key, leader)
+            health[key] = tuple(map(bool, row[_FLAGS]))
+        self.holding[codes] = False
+
+    def _release_all(self) -> None:
+        self._release(list(self.held))
+
+    def _release_read_by(self, rec: Any, kind: str) -> None:
+        """Write back the held partitions ``rec``'s replay and effect may read: its own partition, its topic's,
+        none (``_READS_NO_PARTITION``), or all of them for any other record."""
+        if rec.error is None:
+            if kind in _READS_NO_PARTITION:
+                return
+            if type(rec) is MetadataRecord and kind in _PARTITION_KINDS:
+                self._release_keys([(rec.data.get("topicId"), rec.data.get("partitionId"))])
+                return
+            if type(rec) is MetadataRecord and kind in _TOPIC_KINDS:
+                topic_code = self.topic_codes.get(rec.data.get("topicId"))
+                if topic_code is not None:
+                    self._release_where(self.cols[:, _TOPIC] == topic_code)
+                return
+        self._release_all()
+
+    def _release_where(self, rows: np.ndarray) -> None:
+        """Write back the held partitions whose ``cols`` rows are marked."""
+        self._release(np.flatnonzero(rows[:len(self.holding)] & self.holding).tolist())
+
+    def _release_keys(self, keys) -> None:
+        codes, held = self.key_codes, self.held
+        self._release([c for k in keys if (c := codes.get(k)) is not None and c in held])
 
     def _fold(self, run: Block, a: int, z: int, kind: np.ndarray, key: np.ndarray, leader: np.ndarray,
-              isr: np.ndarray, seeds: tuple) -> None:
+              isr: np.ndarray, held: np.ndarray) -> None:
         """``add`` of records ``a``..``z`` of the run, NoOps and taken PartitionChangeRecords outside a
         transaction, below the epoch and within the buckets' span: the counts, the image, the tracks,
         cells, events and health they move, the same as record by record."""
@@ -386,7 +477,7 @@ class _Walker:
         image.pass_over_run(offsets, ts, epochs)  # outside a transaction (``_stretch``)
         rows = np.flatnonzero(kind == _CHANGE)
         if len(rows):
-            self._fold_changes(rows, offsets, ts, slot, key[rows], leader[rows], isr[rows], seeds, buckets)
+            self._fold_changes(rows, offsets, ts, slot, key[rows], leader[rows], isr[rows], held, buckets)
 
     def _fold_buckets(self, slot: np.ndarray, kind: np.ndarray, offsets: np.ndarray) -> dict[int, Bucket]:
         """``_count`` of each timed record: its bucket's records, types and last offset (buckets made in
@@ -416,21 +507,25 @@ class _Walker:
         return out
 
     def _fold_changes(self, rows: np.ndarray, offsets: np.ndarray, ts: np.ndarray, slot: np.ndarray, key: np.ndarray,
-                      leader: np.ndarray, isr: np.ndarray, seeds: tuple, buckets: dict[int, Bucket]) -> None:
+                      leader: np.ndarray, isr: np.ndarray, held: np.ndarray, buckets: dict[int, Bucket]) -> None:
         """``image.apply`` and ``_partition`` of each PartitionChangeRecord at ``rows`` (positions in the
-        stretch), grouped by partition: each field carried forward from the partition's state in the
-        image (``merge_partition``), the track's leader and ISR before each record, its health flags after."""
+        stretch), grouped by partition (``held``: their numbers, ascending): each field carried forward from
+        the partition's state held in ``cols`` (``merge_partition``), the track's leader and ISR before each
+        record, its health flags after; ``cols`` left as the last record leaves the partition."""
         order = np.argsort(key, kind="stable")  # by partition, each in log order
         m = len(order)
         codes = key[order]
         head = np.ones(m, bool)
         head[1:] = codes[1:] != codes[:-1]
-        group = np.cumsum(head) - 1  # the partition's index in ``seeds``
+        group = np.cumsum(head) - 1  # the partition's index in ``held``
         starts = np.flatnonzero(head)
         ends = np.append(starts[1:], m) - 1
-        held, numbers = seeds
-        (seed_leader, seed_isr, track_leader, track_isr, replicas, elr, min_isr, leader_epoch,
-         partition_epoch) = numbers[:, :9].T
+        numbers = self.cols[held]
+        (seed_leader, seed_isr, track_leader, track_isr, replicas, elr, topic, leader_epoch,
+         partition_epoch) = numbers[:, :_FLAGS.start].T
+        topics, inverse = np.unique(topic, return_inverse=True)
+        min_isr = np.asarray([self._topic_min_isr(self.topic_ids[t]) for t in topics.tolist()], np.int64)
+        min_isr = min_isr[inverse.ravel()]
         new_leader, leader_set = _carried(leader[order], NO_LEADER_CHANGE, head, group, seed_leader)
         new_isr, isr_set = _carried(isr[order], -1, head, group, seed_isr)
         was_leader = np.empty(m, np.int64)
@@ -451,7 +546,7 @@ class _Walker:
                           elr[group].astype(bool)], axis=1)
         before = np.empty_like(flags)
         before[1:] = flags[:-1]
-        before[starts] = numbers[:, 9:].astype(bool)
+        before[starts] = numbers[:, _FLAGS].astype(bool)
         delta = np.empty((m, len(HEALTH)), np.int64)
         delta[order] = flags.astype(np.int64) - before  # in log order
         # what the track sees (``_partition``)
@@ -463,59 +558,43 @@ class _Walker:
         bumps = np.cumsum(leader_set)
         epoch_after = bumps - (bumps - leader_set)[starts][group]  # leader epoch bumps up to each record
         fields = (moved, shrank, grew, unclean)
-        sums = [np.add.reduceat(f.astype(np.int64), starts).tolist() for f in fields]
-        lasts = zip(held, new_leader[ends].tolist(), new_isr[ends].tolist(), (epoch_after[ends] + leader_epoch).tolist(),
-                    (ends - starts + 1 + partition_epoch).tolist(), replicas.tolist(),
-                    *(np.logical_or.reduceat(x, starts).tolist() for x in (leader_set, isr_set, changed)),
-                    *sums, map(tuple, flags[ends].tolist()), strict=True)
-        isrs, health, leader_of = self.isrs, self.health, self.leader_of
-        for ((_, k, partitions, part, track, old), lead, isr_z, epoch_z, epoch_p, size, led_set, isr_given, moved_any,
-             *churn, final) in lasts:
-            new = dict(part)
-            if led_set:
-                new["leader"], new[LEADER_EPOCH] = lead, epoch_z
-            if isr_given:
-                new["isr"] = list(isrs[isr_z])
-            new[PARTITION_EPOCH] = epoch_p
-            partitions[k[1]] = new
-            track.replicas = size
-            if moved_any:
-                track.leader, track.isr = lead, isrs[isr_z]
-                track.leader_changes += churn[0]
-                track.shrinks += churn[1]
-                track.expands += churn[2]
-                track.unclean += churn[3]
-            if leader_of.get(k) != lead:
-                self._lead(k, lead)
-            if final != old:
-                health[k] = final
-        tracks = [h[4] for h in held]
+        cols = self.cols
+        cols[held, _LEADER] = cols[held, _TRACK_LEADER] = new_leader[ends]  # the track's too: as it was if
+        cols[held, _ISR] = cols[held, _TRACK_ISR] = new_isr[ends]  # no record moved it
+        cols[held, _LEADER_EPOCH] = epoch_after[ends] + leader_epoch
+        cols[held, _PARTITION_EPOCH] = ends - starts + 1 + partition_epoch
+        cols[held, _FLAGS] = flags[ends]
+        cols[held, _CHURN] += np.add.reduceat(np.stack(fields, axis=1).astype(np.int64), starts)
         at = rows[order]  # sorted row -> its place in the stretch
-        self._fold_events(at, moved, was_leader, new_leader,
-                          leader_epoch[group] + epoch_after, unclean,
-                          offsets, ts, [t.name for t in tracks], group, [h[0] for h in held])
-        self._fold_cells(at, changed & (slot[at] >= 0), group, slot, offsets, ts, sizes, new_leader, fields, tracks,
+        codes = held.tolist()
+        self._fold_events(at, moved, was_leader, new_leader, leader_epoch[group] + epoch_after, unclean, offsets, ts,
+                          group, codes)
+        self._fold_cells(at, changed & (slot[at] >= 0), group, slot, offsets, ts, sizes, new_leader, fields, codes,
                          buckets)
         self._fold_health(rows, delta, offsets, ts, slot, buckets)
 
-    def _fold_events(self, at, moved, was, leader, epoch, unclean, offsets, ts, names, group, codes) -> None:
-        """The leader changes as ``_partition`` notes them, in log order (only those the model keeps made)."""
+    def _fold_events(self, at, moved, was, leader, epoch, unclean, offsets, ts, group, codes) -> None:
+        """The leader changes as ``_partition`` notes them, in log order (only those the model keeps made,
+        from copies of their own fields: ``Capped`` may make them later)."""
         moves = at[moved]
+        if not len(moves):
+            return
         order = np.argsort(moves)
         moves = moves[order]
-        picked = [x[moved][order] for x in (was, leader, epoch, unclean, group)]
-        keys = self.keys
+        picked = [x[moved][order] for x in (was, leader, epoch, unclean)]
+        g = group[moved][order]
+        mover, g = np.unique(g, return_inverse=True)
+        named = [(self.held[c][3], self.keys[c]) for c in (codes[x] for x in mover.tolist())]  # track, key
+        picked += [offsets[moves], ts[moves], g.ravel()]
 
         def events(lo: int, hi: int) -> list[Event]:
-            i = moves[lo:hi]
-            return [Event(o, t, "leader", names[g], f"leader {old} -> {new}, leader epoch {le}"
-                          f"{' UNCLEAN (not in the old ISR)' if bad else ''}", new, keys[codes[g]])
-                    for o, t, old, new, le, bad, g in zip(offsets[i].tolist(), ts[i].tolist(),
-                                                          *(x[lo:hi].tolist() for x in picked), strict=True)]
+            return [Event(o, t, "leader", named[x][0].name, f"leader {old} -> {new}, leader epoch {le}"
+                          f"{' UNCLEAN (not in the old ISR)' if bad else ''}", new, named[x][1])
+                    for old, new, le, bad, o, t, x in zip(*(y[lo:hi].tolist() for y in picked), strict=True)]
 
         self.model.leader_events.add_many(len(moves), events)
 
-    def _fold_cells(self, at, counted, group, slot, offsets, ts, sizes, leader, fields, tracks, buckets) -> None:
+    def _fold_cells(self, at, counted, group, slot, offsets, ts, sizes, leader, fields, codes, buckets) -> None:
         """The churn of each record that moved its track, counted in its bucket and its cell (records of
         one partition and bucket at once)."""
         sel = np.flatnonzero(counted)  # sorted rows, by partition then log order
@@ -542,8 +621,9 @@ class _Walker:
         cells = zip(g[first][came].tolist(), where[first][came].tolist(), offsets[at[f]].tolist(), ts[at[f]].tolist(),
                     offsets[at[z]].tolist(), ts[at[z]].tolist(), sizes[z].tolist(), low[came].tolist(),
                     leader[z].tolist(), *(x[came].tolist() for x in sums), strict=True)
+        held = self.held
         for gi, idx, o_f, t_f, o_z, t_z, size_z, low_j, lead, moves, shrinks, expands in cells:
-            track = tracks[gi]
+            track = held[codes[gi]][3]
             cell = track.cells.get(idx)
             if cell is None:
                 track.cells[idx] = Cell(o_f, t_f, o_z, t_z, size_z, low_j, lead, moves, shrinks, expands)
@@ -563,10 +643,10 @@ class _Walker:
             return
         self.health_counts = self.shown_health = tuple(counts[-1].tolist())
         at = rows[moved]
+        kept = (offsets[at], ts[at], counts[moved])  # copies: ``Capped`` may make the items later
 
         def changes(lo: int, hi: int) -> list[tuple[int, int, Health]]:
-            i = at[lo:hi]
-            return list(zip(offsets[i].tolist(), ts[i].tolist(), map(tuple, counts[moved[lo:hi]].tolist()), strict=True))
+            return list(zip(*(x[lo:hi].tolist() for x in kept[:2]), map(tuple, kept[2][lo:hi].tolist()), strict=True))
 
         self.model.health_changes.add_many(len(moved), changes)
         where = slot[at]
@@ -826,7 +906,10 @@ class _Walker:
                 self.led.setdefault(leader, set()).add(key)
 
     def _recheck(self, keys) -> None:
-        for tid, pid in list(keys):
+        keys = list(keys)
+        if self.held:
+            self._release_keys(keys)
+        for tid, pid in keys:
             topic = self.image.topics.by_id.get(tid)
             part = topic["partitions"].get(pid) if topic else None
             self._set_health((tid, pid), part)
@@ -846,6 +929,7 @@ class _Walker:
 
     def finish(self) -> None:
         """The partitions in each health state at the end of the log."""
+        self._release_all()
         for state in HEALTH:
             self.model.end_health[state] = []
         for (tid, pid), flags in sorted(self.health.items(), key=lambda kv: (self.topic_names.get(kv[0][0], ""), kv[0])):
@@ -867,6 +951,9 @@ class _Walker:
         if lane is None:
             lane = self.model.brokers[bid] = BrokerLane("absent", Capped(LANE_EVENTS))
         registered = e.record.type == "REGISTER_BROKER_RECORD"
+        if self.held:  # held partitions it leads now, or led when written back last
+            self._release_where(self.cols[:, _LEADER] == bid)
+            self._release_keys(self.led.get(bid, ()))
         self._recheck(self.led.get(bid, ()))
         if state == self.broker_states.get(bid, lane.start_state) and not registered:
             return
