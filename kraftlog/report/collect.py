@@ -40,7 +40,7 @@ from kraftlog.state.acls import OPERATIONS, PERMISSION_TYPES
 from kraftlog.state.brokers import broker_state
 from kraftlog.state.configs import BROKER, TOPIC, resource_key
 from kraftlog.state.features import METADATA_VERSION, ZK_MIGRATION_STATES, metadata_version_name
-from kraftlog.state.image import ABORT, END, ClusterImage
+from kraftlog.state.image import ABORT, BEGIN, END, ClusterImage
 from kraftlog.state.quotas import entity_key, entity_of
 from kraftlog.state.rebuild import as_log, earliest_base, log_entries, starting_point
 from kraftlog.state.replay import rare_full_collections
@@ -74,8 +74,10 @@ _REGISTRY_MAX = 1 << 18  # partitions and ISRs named by number in folds, before 
 _FLAGS = slice(9, 9 + len(HEALTH))
 _CHURN = slice(_FLAGS.stop, _FLAGS.stop + 4)  # leader changes, shrinks, expands, unclean
 #: Records whose replay and effect read no partition's state, track or flags but through ``_recheck`` and
-#: ``_broker`` (which write back the held partitions they read): held partitions stay held across them.
-_READS_NO_PARTITION = frozenset({
+#: ``_broker`` (which write back the held partitions they read): held partitions stay held across them. The
+#: transaction markers too: no fold runs while a transaction is open (``_stretch``), and each record it holds
+#: wrote back what it reads when it came (``add``), so what End applies finds nothing held.
+_READS_NO_PARTITION = frozenset({BEGIN, END, ABORT,
     NO_OP, "CONFIG_RECORD", "REGISTER_BROKER_RECORD", "UNREGISTER_BROKER_RECORD", "FENCE_BROKER_RECORD",
     "UNFENCE_BROKER_RECORD", "BROKER_REGISTRATION_CHANGE_RECORD", "REGISTER_CONTROLLER_RECORD",
     "ACCESS_CONTROL_ENTRY_RECORD", "REMOVE_ACCESS_CONTROL_ENTRY_RECORD", "CLIENT_QUOTA_RECORD",
