@@ -525,9 +525,6 @@ class _Walker:
         numbers = self.cols[held]
         (seed_leader, seed_isr, track_leader, track_isr, replicas, elr, topic, leader_epoch,
          partition_epoch) = numbers[:, :_FLAGS.start].T
-        topics, inverse = np.unique(topic, return_inverse=True)
-        min_isr = np.asarray([self._topic_min_isr(self.topic_ids[t]) for t in topics.tolist()], np.int64)
-        min_isr = min_isr[inverse.ravel()]
         new_leader, leader_set = _carried(leader[order], NO_LEADER_CHANGE, head, group, seed_leader)
         new_isr, isr_set = _carried(isr[order], -1, head, group, seed_isr)
         was_leader = np.empty(m, np.int64)
@@ -538,14 +535,7 @@ class _Walker:
         was_isr[starts] = track_isr
         # health flags after each record (``_set_health``), and before it
         sizes = self._isr_sizes()[new_isr]
-        registrations = self.image.brokers.registrations
-        leaders = np.unique(new_leader[new_leader >= 0]).tolist()
-        fenced = [registrations.get(b) is None or registrations[b]["fenced"] for b in leaders]
-        unavailable = np.zeros(m, bool)
-        if leaders:
-            unavailable[new_leader >= 0] = np.asarray(fenced, bool)[np.searchsorted(leaders, new_leader[new_leader >= 0])]
-        flags = np.stack([new_leader < 0, unavailable, sizes < min_isr[group], sizes < replicas[group],
-                          elr[group].astype(bool)], axis=1)
+        flags = self._flags(new_leader, sizes, topic[group], replicas[group], elr[group])
         before = np.empty_like(flags)
         before[1:] = flags[:-1]
         before[starts] = numbers[:, _FLAGS].astype(bool)
@@ -574,6 +564,36 @@ class _Walker:
         self._fold_cells(at, changed & (slot[at] >= 0), group, slot, offsets, ts, sizes, new_leader, fields, codes,
                          buckets)
         self._fold_health(rows, delta, offsets, ts, slot, buckets)
+
+    def _flags(self, leader: np.ndarray, sizes: np.ndarray, topic: np.ndarray, replicas: np.ndarray,
+               elr: np.ndarray) -> np.ndarray:
+        """``_set_health``'s flags (a row of HEALTH each) of partitions given as columns: leader, ISR size,
+        topic (by number), replicas and whether an ELR is set."""
+        live = leader >= 0
+        unavailable = np.zeros(len(leader), bool)
+        leaders = np.unique(leader[live]).tolist()
+        if leaders:
+            registrations = self.image.brokers.registrations
+            fenced = [registrations.get(b) is None or registrations[b]["fenced"] for b in leaders]
+            unavailable[live] = np.asarray(fenced, bool)[np.searchsorted(leaders, leader[live])]
+        topics, inverse = np.unique(topic, return_inverse=True)
+        min_isr = np.asarray([self._topic_min_isr(self.topic_ids[t]) for t in topics.tolist()], np.int64)
+        return np.stack([~live, unavailable, sizes < min_isr[inverse.ravel()], sizes < replicas, elr.astype(bool)],
+                        axis=1)
+
+    def _recheck_held(self, broker: int) -> None:
+        """``_recheck`` of the held partitions ``broker`` leads, in ``cols``."""
+        rows = np.flatnonzero(self.holding & (self.cols[:len(self.holding), _LEADER] == broker))
+        if not len(rows):
+            return
+        held = self.cols[rows]
+        flags = self._flags(held[:, _LEADER], self._isr_sizes()[held[:, _ISR]], held[:, _TOPIC], held[:, _REPLICAS],
+                            held[:, _ELR])
+        delta = flags.astype(np.int64) - held[:, _FLAGS]
+        if delta.any():
+            self.health_counts = tuple(map(operator.add, self.health_counts, delta.sum(axis=0).tolist()))
+            self.cols[rows, _FLAGS] = flags
+            self.health_moved = True
 
     def _fold_events(self, at, moved, was, leader, epoch, unclean, offsets, ts, group, codes) -> None:
         """The leader changes as ``_partition`` notes them, in log order (only those the model keeps made,
@@ -953,10 +973,11 @@ class _Walker:
         if lane is None:
             lane = self.model.brokers[bid] = BrokerLane("absent", Capped(LANE_EVENTS))
         registered = e.record.type == "REGISTER_BROKER_RECORD"
-        if self.held:  # held partitions it leads now, or led when written back last
-            self._release_where(self.cols[:, _LEADER] == bid)
-            self._release_keys(self.led.get(bid, ()))
-        self._recheck(self.led.get(bid, ()))
+        led = self.led.get(bid, ())
+        if self.held:  # those it leads in ``cols``; those it led when written back last lead no more
+            self._recheck_held(bid)
+            led = [k for k in led if self.key_codes.get(k) not in self.held]
+        self._recheck(led)
         if state == self.broker_states.get(bid, lane.start_state) and not registered:
             return
         self.broker_states[bid] = state
