@@ -73,6 +73,10 @@ _REGISTRY_MAX = 1 << 18  # partitions and ISRs named by number in folds, before 
 (_LEADER, _ISR, _TRACK_LEADER, _TRACK_ISR, _REPLICAS, _ELR, _TOPIC, _LEADER_EPOCH, _PARTITION_EPOCH) = range(9)
 _FLAGS = slice(9, 9 + len(HEALTH))
 _CHURN = slice(_FLAGS.stop, _FLAGS.stop + 4)  # leader changes, shrinks, expands, unclean
+#: The partition's open cell, the one its last counted change went to, not yet in its track: bucket index (-1:
+#: none), then ``Cell``'s fields in order.
+_CELL = slice(_CHURN.stop, _CHURN.stop + 11)
+_NO_CELL = (-1,) + (0,) * (_CELL.stop - _CELL.start - 1)
 #: Records whose replay and effect read no partition's state, track or flags but through ``_recheck`` and
 #: ``_broker`` (which write back the held partitions they read): held partitions stay held across them. The
 #: transaction markers too: no fold runs while a transaction is open (``_stretch``), and each record it holds
@@ -154,7 +158,7 @@ class _Walker:
         # Partitions a fold changed hold their state in ``cols`` (by number) until a record that reads it
         # comes (``_release``): the image's state, the track's leader, ISR and churn, ``health`` and
         # ``leader_of`` are written back then, not after each stretch.
-        self.cols = np.zeros((0, _CHURN.stop), np.int64)
+        self.cols = np.zeros((0, _CELL.stop), np.int64)
         self.holding = np.zeros(0, bool)
         self.held: dict[int, tuple] = {}  # number -> (key, its topic's partitions, its state when held, track)
         self.topic_codes: dict[str, int] = {}  # topic id -> its number in ``cols``
@@ -371,7 +375,7 @@ class _Walker:
         codes = np.unique(keys)
         if len(self.holding) < len(self.keys):
             size = max(2 * len(self.keys), 1024)
-            self.cols = np.concatenate([self.cols, np.zeros((size - len(self.cols), _CHURN.stop), np.int64)])
+            self.cols = np.concatenate([self.cols, np.zeros((size - len(self.cols), _CELL.stop), np.int64)])
             self.holding = np.concatenate([self.holding, np.zeros(size - len(self.holding), bool)])
         new = codes[~self.holding[codes]].tolist()
         if not new:
@@ -402,7 +406,7 @@ class _Walker:
             rows.append((part["leader"], self._isr_code(isr) if isr_code is None else isr_code, track.leader,
                          self._isr_code(track.isr) if track_isr is None else track_isr, len(part["replicas"]),
                          bool(part["eligibleLeaderReplicas"]), topic_code, part[LEADER_EPOCH], part[PARTITION_EPOCH],
-                         *old, 0, 0, 0, 0))
+                         *old, 0, 0, 0, 0, *_NO_CELL))
         if taken:
             self.cols[taken] = rows
             self.holding[taken] = True
@@ -416,6 +420,8 @@ class _Walker:
         isrs, health, held, leader_of = self.isrs, self.health, self.held, self.leader_of
         for code, row in zip(codes, self.cols[codes].tolist(), strict=True):
             key, partitions, part, track = held.pop(code)
+            if row[_CELL.start] >= 0:
+                _put_cell(track, *row[_CELL])
             leader = row[_LEADER]
             if row[_PARTITION_EPOCH] != part[PARTITION_EPOCH]:  # every record the fold takes bumps it
                 new = dict(part)
@@ -562,7 +568,7 @@ class _Walker:
         self._fold_events(at, moved, was_leader, new_leader, leader_epoch[group] + epoch_after, unclean, offsets, ts,
                           group, codes)
         self._fold_cells(at, changed & (slot[at] >= 0), group, slot, offsets, ts, sizes, new_leader, fields, codes,
-                         buckets)
+                         held, buckets)
         self._fold_health(rows, delta, offsets, ts, slot, buckets)
 
     def _flags(self, leader: np.ndarray, sizes: np.ndarray, topic: np.ndarray, replicas: np.ndarray,
@@ -616,9 +622,11 @@ class _Walker:
 
         self.model.leader_events.add_many(len(moves), events)
 
-    def _fold_cells(self, at, counted, group, slot, offsets, ts, sizes, leader, fields, codes, buckets) -> None:
+    def _fold_cells(self, at, counted, group, slot, offsets, ts, sizes, leader, fields, codes, held_codes,
+                    buckets) -> None:
         """The churn of each record that moved its track, counted in its bucket and its cell (records of
-        one partition and bucket at once)."""
+        one partition and bucket at once): a partition's last cell is kept open in ``cols`` while its
+        changes stay in that bucket, so a cell is made once, not once per stretch."""
         sel = np.flatnonzero(counted)  # sorted rows, by partition then log order
         if not len(sel):
             return
@@ -636,26 +644,44 @@ class _Walker:
         moved, shrank, grew = moved[order], shrank[order], grew[order]
         first = np.flatnonzero(np.concatenate([[True], (g[1:] != g[:-1]) | (where[1:] != where[:-1])]))
         last = np.append(first[1:], len(sel)) - 1
-        low = np.minimum.reduceat(sizes[sel], first)
-        sums = [np.add.reduceat(x, first) for x in (moved, shrank, grew)]
-        came = np.argsort(sel[first], kind="stable")  # a track's cells in the order they come
-        f, z = sel[first][came], sel[last][came]
-        cells = zip(g[first][came].tolist(), where[first][came].tolist(), offsets[at[f]].tolist(), ts[at[f]].tolist(),
-                    offsets[at[z]].tolist(), ts[at[z]].tolist(), sizes[z].tolist(), low[came].tolist(),
-                    leader[z].tolist(), *(x[came].tolist() for x in sums), strict=True)
-        held = self.held
-        for gi, idx, o_f, t_f, o_z, t_z, size_z, low_j, lead, moves, shrinks, expands in cells:
-            track = held[codes[gi]][3]
-            cell = track.cells.get(idx)
-            if cell is None:
-                track.cells[idx] = Cell(o_f, t_f, o_z, t_z, size_z, low_j, lead, moves, shrinks, expands)
-                continue
-            cell.last_offset, cell.last_time, cell.isr, cell.leader = o_z, t_z, size_z, lead
-            if low_j < cell.min_isr:
-                cell.min_isr = low_j
-            cell.leader_changes += moves
-            cell.shrinks += shrinks
-            cell.expands += expands
+        f, z = sel[first], sel[last]
+        g, where = g[first], where[first]
+        cells = np.stack([where, offsets[at[f]], ts[at[f]], offsets[at[z]], ts[at[z]], sizes[z],
+                          np.minimum.reduceat(sizes[sel], first), leader[z],
+                          *(np.add.reduceat(x, first) for x in (moved, shrank, grew))], axis=1)
+        held, cols, numbers = self.held, self.cols, held_codes[g]
+        if ((g[1:] == g[:-1]) & (f[1:] < z[:-1])).any():  # a partition's buckets not one after another in time
+            self._close_cells(np.unique(numbers).tolist())
+            for gi, cell in zip(g[np.argsort(f, kind="stable")].tolist(), cells[np.argsort(f, kind="stable")].tolist(),
+                                strict=True):
+                _put_cell(held[codes[gi]][3], *cell)
+            return
+        # each partition's first cell here goes on with its open one if in the same bucket; the others before its
+        # last are put in its track (the open one first); the last stays open
+        head = np.concatenate([[True], g[1:] != g[:-1]])
+        tail = np.append(head[1:], True)
+        start = np.flatnonzero(head)
+        opened = cols[numbers[start], _CELL.start]
+        same = opened == where[start]
+        on = start[same]
+        if len(on):
+            rows = numbers[on]
+            cells[on, 1:3] = cols[rows, _CELL.start + 1:_CELL.start + 3]
+            cells[on, 6] = np.minimum(cells[on, 6], cols[rows, _CELL.start + 6])
+            cells[on, 8:] += cols[rows, _CELL.start + 8:_CELL.stop]
+        self._close_cells(numbers[start[(opened >= 0) & ~same]].tolist())
+        put = np.flatnonzero(~tail)
+        for code, cell in zip(numbers[put].tolist(), cells[put].tolist(), strict=True):
+            _put_cell(held[code][3], *cell)
+        cols[numbers[tail], _CELL] = cells[tail]
+
+    def _close_cells(self, codes: list[int]) -> None:
+        """Put the open cells of these held partitions in their tracks."""
+        held, cols = self.held, self.cols
+        for code, cell in zip(codes, cols[codes, _CELL].tolist(), strict=True):
+            if cell[0] >= 0:
+                _put_cell(held[code][3], *cell)
+        cols[codes, _CELL.start] = -1
 
     def _fold_health(self, rows, delta, offsets, ts, slot, buckets) -> None:
         """``_health_moved`` after each record that moved a partition's flags, in log order."""
@@ -736,6 +762,7 @@ class _Walker:
     def _widen(self) -> None:
         """Merge buckets into wider ones until the span fits the cap."""
         model = self.model
+        self._close_cells(list(self.held))
         while self.hi - self.lo >= self.max_buckets:
             factor = next_width(model.width) // model.width
             model.width *= factor
@@ -1072,6 +1099,15 @@ def _tally(counter, kinds: np.ndarray) -> None:
             met.append((int(at[0]), name, len(at)))
     for _, name, n in sorted(met):
         counter[name] += n
+
+
+def _put_cell(track: PartitionTrack, idx: int, *cell: int) -> None:
+    """A cell of changes in bucket ``idx`` into the track: made, or merged into the one there (in time order)."""
+    made = track.cells.get(idx)
+    if made is None:
+        track.cells[idx] = Cell(*cell)
+    else:
+        made.merge(Cell(*cell))
 
 
 def _carried(values: np.ndarray, unchanged: int, head: np.ndarray, group: np.ndarray, seed: np.ndarray
