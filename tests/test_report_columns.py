@@ -113,6 +113,20 @@ def test_which_records_the_fold_takes():
     assert take(decode_metadata(_change(3, isr=[1])[:-2])) is None  # cut: an error
 
 
+def _broker(b: int, fenced: bool) -> tuple:
+    return ("REGISTER_BROKER_RECORD", 0, {"brokerId": b, "incarnationId": f"AAAAAAAAAAAAAAAAAAAA{'BCDEFGH'[b]}A",
+                                          "brokerEpoch": 10 + b, "rack": None, "fenced": fenced})
+
+
+def _part(p: int, replicas: list[int], leader: int, topic: str = TOPIC_ID) -> tuple:
+    return ("PARTITION_RECORD", 0, {"partitionId": p, "topicId": topic, "replicas": replicas, "isr": replicas,
+                                    "leader": leader, "leaderEpoch": 0, "partitionEpoch": 0})
+
+
+def _plan_change(p: int, version: int = 0, topic: str = TOPIC_ID, **fields) -> tuple:
+    return ("PARTITION_CHANGE_RECORD", version, {"partitionId": p, "topicId": topic, **fields})
+
+
 def _literal_log(tmp_path: Path) -> Path:
     """Brokers, a topic and its partitions, then changes of every kind the report reads: ISR shrinks
     and expands, leader moves (to a fenced broker, unclean, to none), changes the fold does not take
@@ -120,48 +134,42 @@ def _literal_log(tmp_path: Path) -> Path:
     committed and aborted transactions, across a new epoch, untimed, timestamps going back, a min ISR
     config between, records of one batch, weeks that widen the buckets, and control records (a leader's
     change) between NoOps and changes."""
-    def broker(b: int, fenced: bool) -> tuple:
-        return ("REGISTER_BROKER_RECORD", 0, {"brokerId": b, "incarnationId": f"AAAAAAAAAAAAAAAAAAAA{'BCDEFGH'[b]}A",
-                                              "brokerEpoch": 10 + b, "rack": None, "fenced": fenced})
-
-    def part(p: int, replicas: list[int], leader: int, topic: str = TOPIC_ID) -> tuple:
-        return ("PARTITION_RECORD", 0, {"partitionId": p, "topicId": topic, "replicas": replicas, "isr": replicas,
-                                        "leader": leader, "leaderEpoch": 0, "partitionEpoch": 0})
-
-    def change(p: int, version: int = 0, topic: str = TOPIC_ID, **fields) -> tuple:
-        return ("PARTITION_CHANGE_RECORD", version, {"partitionId": p, "topicId": topic, **fields})
-
-    setup = [broker(1, False), broker(2, False), broker(3, False), broker(4, True),
+    setup = [_broker(1, False), _broker(2, False), _broker(3, False), _broker(4, True),
              ("TOPIC_RECORD", 0, {"name": "t", "topicId": TOPIC_ID}),
              ("TOPIC_RECORD", 0, {"name": "gone", "topicId": GONE_ID}),
-             *(part(p, [1, 2, 3], 1 + p % 3) for p in range(6)), part(0, [1, 2], 1, GONE_ID),
+             *(_part(p, [1, 2, 3], 1 + p % 3) for p in range(6)), _part(0, [1, 2], 1, GONE_ID),
              ("CONFIG_RECORD", 0, {"resourceType": 2, "resourceName": "t", "name": "min.insync.replicas", "value": "2"})]
-    storm = [change(0, isr=[1, 2]), change(1, isr=[2]), change(0, isr=[1]), change(2, leader=4, isr=[3, 4]),
-             change(3, leader=2), change(3, leader=2), change(4, leader=-1, isr=[]), change(4, leader=3, isr=[3]),
-             change(5, isr=[1, 2, 3]), change(0, isr=[1, 2, 3]), change(1, isr=[2, 3], leader=3), change(9, isr=[1]),
-             change(0, topic=GONE_ID, isr=[1])]
+    storm = [_plan_change(0, isr=[1, 2]), _plan_change(1, isr=[2]), _plan_change(0, isr=[1]), _plan_change(2, leader=4, isr=[3, 4]),
+             _plan_change(3, leader=2), _plan_change(3, leader=2), _plan_change(4, leader=-1, isr=[]), _plan_change(4, leader=3, isr=[3]),
+             _plan_change(5, isr=[1, 2, 3]), _plan_change(0, isr=[1, 2, 3]), _plan_change(1, isr=[2, 3], leader=3), _plan_change(9, isr=[1]),
+             _plan_change(0, topic=GONE_ID, isr=[1])]
     plan = [(1, START + i, r) for i, r in enumerate(setup)]
     plan += [(1, START + 100 + i, r) for i, r in enumerate(storm)]
     plan += [(1, START + 200, ("NO_OP_RECORD", 0, {}))] * 5
-    plan += [(1, START + 201, LEADER_CHANGE), (1, START + 202, ("NO_OP_RECORD", 0, {})), (1, START + 203, change(5, isr=[2]))]
-    plan += [(1, 0, change(1, isr=[1, 2, 3])), (1, START + 150, change(2, isr=[4])), (2, START + 300, change(5, isr=[1]))]
-    plan += [(2, START + 301, change(5, replicas=[1, 2], isr=[1, 2], leader=2)), (2, START + 302, change(5, isr=[2])),
-             (2, START + 303, change(3, leaderRecoveryState=1)), (2, START + 304, change(3, isr=[2, 3]))]
-    plan += [(2, START + 400, ("BEGIN_TRANSACTION_RECORD", 0, {"name": "a"})), (2, START + 401, change(0, isr=[2])),
+    plan += [(1, START + 201, LEADER_CHANGE), (1, START + 202, ("NO_OP_RECORD", 0, {})), (1, START + 203, _plan_change(5, isr=[2]))]
+    plan += [(1, 0, _plan_change(1, isr=[1, 2, 3])), (1, START + 150, _plan_change(2, isr=[4])), (2, START + 300, _plan_change(5, isr=[1]))]
+    plan += [(2, START + 301, _plan_change(5, replicas=[1, 2], isr=[1, 2], leader=2)), (2, START + 302, _plan_change(5, isr=[2])),
+             (2, START + 303, _plan_change(3, leaderRecoveryState=1)), (2, START + 304, _plan_change(3, isr=[2, 3]))]
+    plan += [(2, START + 400, ("BEGIN_TRANSACTION_RECORD", 0, {"name": "a"})), (2, START + 401, _plan_change(0, isr=[2])),
              (2, START + 402, ("ABORT_TRANSACTION_RECORD", 0, {"reason": "x"})),
-             (2, START + 403, ("BEGIN_TRANSACTION_RECORD", 0, {"name": "c"})), (2, START + 404, change(0, leader=2)),
-             (2, START + 405, ("END_TRANSACTION_RECORD", 0, {})), (2, START + 406, change(0, isr=[1, 2]))]
+             (2, START + 403, ("BEGIN_TRANSACTION_RECORD", 0, {"name": "c"})), (2, START + 404, _plan_change(0, leader=2)),
+             (2, START + 405, ("END_TRANSACTION_RECORD", 0, {})), (2, START + 406, _plan_change(0, isr=[1, 2]))]
     plan += [(2, START + 500, ("BROKER_REGISTRATION_CHANGE_RECORD", 0, {"brokerId": 4, "brokerEpoch": 14,
                                                                           "fenced": -1})),
-             (2, START + 501, change(2, isr=[3, 4, 2])),
+             (2, START + 501, _plan_change(2, isr=[3, 4, 2])),
              (2, START + 502, ("CONFIG_RECORD", 0, {"resourceType": 2, "resourceName": "t",
                                                     "name": "min.insync.replicas", "value": "3"})),
-             (2, START + 503, change(1, isr=[3])), (2, START + 504, ("REMOVE_TOPIC_RECORD", 0, {"topicId": GONE_ID})),
-             (2, START + 505, change(0, topic=GONE_ID, isr=[2]))]
-    plan += [(3, START + 3 * DAY + i * 2 * DAY, change(i % 6, isr=[1, 2, 3][: 1 + i % 3], leader=1 + i % 2))
+             (2, START + 503, _plan_change(1, isr=[3])), (2, START + 504, ("REMOVE_TOPIC_RECORD", 0, {"topicId": GONE_ID})),
+             (2, START + 505, _plan_change(0, topic=GONE_ID, isr=[2]))]
+    plan += [(3, START + 3 * DAY + i * 2 * DAY, _plan_change(i % 6, isr=[1, 2, 3][: 1 + i % 3], leader=1 + i % 2))
              for i in range(30)]
     plan += [(3, START + 70 * DAY, ("NO_OP_RECORD", 0, {}))] * 3
-    plan += [(3, START + 70 * DAY + 1, LEADER_CHANGE), (3, START + 70 * DAY + 2, change(5, isr=[1, 2]))]
+    plan += [(3, START + 70 * DAY + 1, LEADER_CHANGE), (3, START + 70 * DAY + 2, _plan_change(5, isr=[1, 2]))]
+    return _write_log(tmp_path, plan)
+
+
+def _write_log(tmp_path: Path, plan: list[tuple]) -> Path:
+    """A node's log of ``plan``'s (epoch, time, record) in order, pairs of records sometimes in one batch."""
     batches, offset, i = [], 0, 0
     while i < len(plan):
         epoch, ts, rec = plan[i]
@@ -175,8 +183,8 @@ def _literal_log(tmp_path: Path) -> Path:
             key, value = encode_control("LEADER_CHANGE", {"version": 0, "leaderId": 1, "voters": []})
             records = [Record(offset, ts, key, value)]
         else:
-            records = [Record(offset + d, ts + d, None, encode_metadata(*r), timestamp_delta=d, offset_delta=d)
-                       for d, r in enumerate(group)]
+            records = [Record(offset + d, ts + d, None, r if type(r) is bytes else encode_metadata(*r),
+                              timestamp_delta=d, offset_delta=d) for d, r in enumerate(group)]
         batches.append(encode_batch(records, base_offset=offset, base_timestamp=ts, partition_leader_epoch=epoch,
                                     attributes=CONTROL_BIT if rec is LEADER_CHANGE else 0))
         offset += len(records)
@@ -203,6 +211,82 @@ def test_the_fold_agrees_with_add_on_literal_records(tmp_path, monkeypatch):
     m = collect_module.collect(node)
     assert m.problems.total and m.aborted_records == 1 and m.untimed == 1
     assert any("UNCLEAN" in e.detail for e in m.leader_events)
+
+
+def _held_log(tmp_path: Path, days: bool = True) -> Path:
+    """Changes folded while records that read no partition come between (a broker fenced and unfenced
+    while it leads changed partitions, a transaction, a config), then ones that do (a record of a type
+    the fold does not list, an undecodable one), a partition's changes in one stretch going back in time and
+    forth, and (``days``) ones days later."""
+    change, noop = _plan_change, ("NO_OP_RECORD", 0, {})
+
+    def fence(b: int, fenced: int) -> tuple:
+        return ("BROKER_REGISTRATION_CHANGE_RECORD", 0, {"brokerId": b, "brokerEpoch": 10 + b, "fenced": fenced})
+
+    setup = [_broker(1, False), _broker(2, False), _broker(3, False), ("TOPIC_RECORD", 0, {"name": "t", "topicId": TOPIC_ID}),
+             *(_part(p, [1, 2, 3], (1, 2, 3, 1)[p]) for p in range(4)),
+             ("CONFIG_RECORD", 0, {"resourceType": 2, "resourceName": "t", "name": "min.insync.replicas", "value": "2"})]
+    later = [change(0, isr=[1, 2]), change(1, isr=[2]), change(3, isr=[1, 3]), noop, noop, fence(1, 1),
+             change(0, isr=[1]), noop, change(3, leader=3), ("BEGIN_TRANSACTION_RECORD", 0, {"name": "a"}),
+             change(1, isr=[2, 3]), ("END_TRANSACTION_RECORD", 0, {}), change(1, leader=3),
+             ("CONFIG_RECORD", 0, {"resourceType": 2, "resourceName": "t", "name": "retention.ms", "value": "1"}),
+             change(2, isr=[3]), fence(1, -1), change(0, isr=[1, 2, 3]), noop]
+    plan = [(1, START + i, r) for i, r in enumerate(setup)] + [(1, START + 100 + i, r) for i, r in enumerate(later)]
+    plan += [(1, START + 250, change(2, isr=[2, 3])), (1, START + 50, change(2, isr=[3])),
+             (1, START + 250, change(2, isr=[2])), (1, START + 200, change(3, isr=[3])),
+             (1, START + 201, ("CLEAR_ELR_RECORD", 0, {"topicName": "t"})), (1, START + 202, change(0, isr=[1])),
+             (1, START + 203, bytes([1, 99, 0, 0])),  # an api key no schema declares: not decoded
+             (1, START + 204, change(0, leader=2))]
+    if days:
+        plan += [(1, START + DAY, change(3, isr=[1, 3])), (1, START + 3 * DAY, change(3, isr=[3])),
+                 (1, START + 3 * DAY + 1, change(0, leader=1))]
+    return _write_log(tmp_path, plan)
+
+
+def test_partitions_stay_held_across_records_that_do_not_read_them(tmp_path, monkeypatch):
+    """Held partitions (``_hold``) stay in columns across a broker's fencing (rechecked there), a transaction
+    and a config; a record of a type the fold does not list, or one not decoded, writes them all back first
+    (fails closed); model, page and image as ``add`` gives them, and the health they went through."""
+    node = find_nodes(str(_held_log(tmp_path)))[0]
+    held = []
+    add = collect_module._Walker.add
+
+    def noting(self, e):
+        before = len(self.held)
+        add(self, e)
+        if collect_module.FAST_COLUMNS:
+            held.append((e.record.type, before, len(self.held)))
+
+    monkeypatch.setattr(collect_module._Walker, "add", noting)
+    for buckets in (10, 240):
+        held.clear()
+        _both(node, tmp_path, monkeypatch, max_buckets=buckets)
+        fast = list(held)
+        assert [h for h in fast if h[0] == "BROKER_REGISTRATION_CHANGE_RECORD"] == [
+            ("BROKER_REGISTRATION_CHANGE_RECORD", 3, 3), ("BROKER_REGISTRATION_CHANGE_RECORD", 4, 4)]
+        assert [h for h in fast if h[0] in ("CONFIG_RECORD", "END_TRANSACTION_RECORD")][-2:] == [
+            ("END_TRANSACTION_RECORD", 2, 2), ("CONFIG_RECORD", 3, 3)]
+        assert ("PARTITION_CHANGE_RECORD", 3, 2) in fast  # in the transaction: its partition written back
+        assert ("CLEAR_ELR_RECORD", 4, 0) in fast and ("UNKNOWN", 1, 0) in fast
+    # without the days after, the buckets never widen: the cells' order as made (a partition's cells in one
+    # stretch, in buckets back and forth in time) is the model's
+    short = find_nodes(str(_held_log(tmp_path / "short", days=False)))[0]
+    _both(short, tmp_path, monkeypatch, max_buckets=100)
+    m = collect_module.collect(node)
+    # min ISR 2 of 3 replicas: p0 and p3 led by broker 1 while it is fenced, p1's ISR grows in the transaction
+    assert [h for _, _, h in m.health_changes] == [
+        (0, 0, 0, 1, 0), (0, 0, 1, 2, 0), (0, 0, 1, 3, 0), (0, 2, 1, 3, 0), (0, 2, 2, 3, 0), (0, 1, 2, 3, 0),
+        (0, 1, 1, 3, 0), (0, 1, 2, 4, 0), (0, 0, 2, 4, 0), (0, 0, 1, 3, 0), (0, 0, 0, 3, 0), (0, 0, 1, 3, 0),
+        (0, 0, 2, 3, 0), (0, 0, 3, 4, 0), (0, 0, 2, 4, 0), (0, 0, 3, 4, 0)]
+    assert [(e.offset, e.subject, e.value) for e in m.leader_events] == [(17, "t-3", 3), (21, "t-1", 3), (34, "t-0", 2),
+                                                                         (37, "t-0", 1)]
+    t0 = m.partitions[(TOPIC_ID, 0)]
+    assert (t0.leader, t0.isr, t0.leader_changes, t0.shrinks, t0.expands, t0.unclean) == (1, (1,), 2, 3, 1, 1)
+    assert [(c.first_offset, c.last_offset, c.isr, c.leader_changes) for c in t0.cells.values()] == [(9, 34, 1, 1),
+                                                                                                       (37, 37, 1, 1)]
+    t2 = m.partitions[(TOPIC_ID, 2)]
+    assert (t2.isr, t2.shrinks, t2.expands, [(c.first_offset, c.last_offset) for c in t2.cells.values()]) == (
+        (2,), 3, 2, [(28, 29)])  # widened: the cell of the earliest time first
 
 
 def test_the_fold_agrees_with_add_on_generated_logs(tmp_path, monkeypatch):
