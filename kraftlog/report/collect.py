@@ -158,8 +158,12 @@ class _Walker:
         # Partitions a fold changed hold their state in ``cols`` (by number) until a record that reads it
         # comes (``_release``): the image's state, the track's leader, ISR and churn, ``health`` and
         # ``leader_of`` are written back then, not after each stretch.
+        # ``cols`` has a row (slot) per partition held at once, not per partition named: a log's topic churn
+        # does not grow it.
         self.cols = np.zeros((0, _CELL.stop), np.int64)
-        self.holding = np.zeros(0, bool)
+        self.slot_of = np.zeros(0, np.int64)  # partition number -> its row in ``cols`` (-1: not held)
+        self.code_of = np.zeros(0, np.int64)  # row of ``cols`` -> the partition held there (-1: free)
+        self.free: list[int] = []
         self.held: dict[int, tuple] = {}  # number -> (key, its topic's partitions, its state when held, track)
         self.topic_codes: dict[str, int] = {}  # topic id -> its number in ``cols``
         self.topic_ids: list[str] = []
@@ -373,11 +377,9 @@ class _Walker:
         read from the image, the track and ``health``); None (the partitions noted in ``skipped``) when one
         has no state, track or flags, as ``_partition`` then takes another way."""
         codes = np.unique(keys)
-        if len(self.holding) < len(self.keys):
-            size = max(2 * len(self.keys), 1024)
-            self.cols = np.concatenate([self.cols, np.zeros((size - len(self.cols), _CELL.stop), np.int64)])
-            self.holding = np.concatenate([self.holding, np.zeros(size - len(self.holding), bool)])
-        new = codes[~self.holding[codes]].tolist()
+        if len(self.slot_of) < len(self.keys):
+            self.slot_of = np.concatenate([self.slot_of, np.full(max(len(self.keys), 1024), -1, np.int64)])
+        new = codes[self.slot_of[codes] < 0].tolist()
         if not new:
             return codes
         names, by_id, tracks, health, isr_codes = self.keys, self.image.topics.by_id, self.model.partitions, \
@@ -408,8 +410,15 @@ class _Walker:
                          bool(part["eligibleLeaderReplicas"]), topic_code, part[LEADER_EPOCH], part[PARTITION_EPOCH],
                          *old, 0, 0, 0, 0, *_NO_CELL))
         if taken:
-            self.cols[taken] = rows
-            self.holding[taken] = True
+            while len(self.free) < len(taken):
+                grown = max(len(self.cols), 256)
+                self.free += range(len(self.cols) + grown - 1, len(self.cols) - 1, -1)
+                self.cols = np.concatenate([self.cols, np.zeros((grown, _CELL.stop), np.int64)])
+                self.code_of = np.concatenate([self.code_of, np.full(grown, -1, np.int64)])
+            slots = [self.free.pop() for _ in taken]
+            self.cols[slots] = rows
+            self.slot_of[taken] = slots
+            self.code_of[slots] = taken
         return codes if len(taken) == len(new) else None
 
     def _release(self, codes: list[int]) -> None:
@@ -418,7 +427,8 @@ class _Walker:
         if not codes:
             return
         isrs, health, held, leader_of = self.isrs, self.health, self.held, self.leader_of
-        for code, row in zip(codes, self.cols[codes].tolist(), strict=True):
+        slots = self.slot_of[codes]
+        for code, row in zip(codes, self.cols[slots].tolist(), strict=True):
             key, partitions, part, track = held.pop(code)
             if row[_CELL.start] >= 0:
                 _put_cell(track, *row[_CELL])
@@ -438,7 +448,8 @@ class _Walker:
             if leader_of.get(key) != leader:
                 self._lead(key, leader)
             health[key] = tuple(map(bool, row[_FLAGS]))
-        self.holding[codes] = False
+        self.slot_of[codes] = self.code_of[slots] = -1
+        self.free += slots.tolist()
 
     def _release_all(self) -> None:
         self._release(list(self.held))
@@ -461,7 +472,7 @@ class _Walker:
 
     def _release_where(self, rows: np.ndarray) -> None:
         """Write back the held partitions whose ``cols`` rows are marked."""
-        self._release(np.flatnonzero(rows[:len(self.holding)] & self.holding).tolist())
+        self._release(self.code_of[rows & (self.code_of >= 0)].tolist())
 
     def _release_keys(self, keys) -> None:
         codes, held = self.key_codes, self.held
@@ -528,7 +539,8 @@ class _Walker:
         group = np.cumsum(head) - 1  # the partition's index in ``held``
         starts = np.flatnonzero(head)
         ends = np.append(starts[1:], m) - 1
-        numbers = self.cols[held]
+        slots = self.slot_of[held]
+        numbers = self.cols[slots]
         (seed_leader, seed_isr, track_leader, track_isr, replicas, elr, topic, leader_epoch,
          partition_epoch) = numbers[:, :_FLAGS.start].T
         new_leader, leader_set = _carried(leader[order], NO_LEADER_CHANGE, head, group, seed_leader)
@@ -557,12 +569,12 @@ class _Walker:
         epoch_after = bumps - (bumps - leader_set)[starts][group]  # leader epoch bumps up to each record
         fields = (moved, shrank, grew, unclean)
         cols = self.cols
-        cols[held, _LEADER] = cols[held, _TRACK_LEADER] = new_leader[ends]  # the track's too: as it was if
-        cols[held, _ISR] = cols[held, _TRACK_ISR] = new_isr[ends]  # no record moved it
-        cols[held, _LEADER_EPOCH] = epoch_after[ends] + leader_epoch
-        cols[held, _PARTITION_EPOCH] = ends - starts + 1 + partition_epoch
-        cols[held, _FLAGS] = flags[ends]
-        cols[held, _CHURN] += np.add.reduceat(np.stack(fields, axis=1).astype(np.int64), starts)
+        cols[slots, _LEADER] = cols[slots, _TRACK_LEADER] = new_leader[ends]  # the track's too: as it was if
+        cols[slots, _ISR] = cols[slots, _TRACK_ISR] = new_isr[ends]  # no record moved it
+        cols[slots, _LEADER_EPOCH] = epoch_after[ends] + leader_epoch
+        cols[slots, _PARTITION_EPOCH] = ends - starts + 1 + partition_epoch
+        cols[slots, _FLAGS] = flags[ends]
+        cols[slots, _CHURN] += np.add.reduceat(np.stack(fields, axis=1).astype(np.int64), starts)
         at = rows[order]  # sorted row -> its place in the stretch
         codes = held.tolist()
         self._fold_events(at, moved, was_leader, new_leader, leader_epoch[group] + epoch_after, unclean, offsets, ts,
@@ -589,7 +601,7 @@ class _Walker:
 
     def _recheck_held(self, broker: int) -> None:
         """``_recheck`` of the held partitions ``broker`` leads, in ``cols``."""
-        rows = np.flatnonzero(self.holding & (self.cols[:len(self.holding), _LEADER] == broker))
+        rows = np.flatnonzero((self.code_of >= 0) & (self.cols[:, _LEADER] == broker))
         if not len(rows):
             return
         held = self.cols[rows]
@@ -650,6 +662,7 @@ class _Walker:
                           np.minimum.reduceat(sizes[sel], first), leader[z],
                           *(np.add.reduceat(x, first) for x in (moved, shrank, grew))], axis=1)
         held, cols, numbers = self.held, self.cols, held_codes[g]
+        slots = self.slot_of[numbers]
         if ((g[1:] == g[:-1]) & (f[1:] < z[:-1])).any():  # a partition's buckets not one after another in time
             self._close_cells(np.unique(numbers).tolist())
             for gi, cell in zip(g[np.argsort(f, kind="stable")].tolist(), cells[np.argsort(f, kind="stable")].tolist(),
@@ -661,11 +674,11 @@ class _Walker:
         head = np.concatenate([[True], g[1:] != g[:-1]])
         tail = np.append(head[1:], True)
         start = np.flatnonzero(head)
-        opened = cols[numbers[start], _CELL.start]
+        opened = cols[slots[start], _CELL.start]
         same = opened == where[start]
         on = start[same]
         if len(on):
-            rows = numbers[on]
+            rows = slots[on]
             cells[on, 1:3] = cols[rows, _CELL.start + 1:_CELL.start + 3]
             cells[on, 6] = np.minimum(cells[on, 6], cols[rows, _CELL.start + 6])
             cells[on, 8:] += cols[rows, _CELL.start + 8:_CELL.stop]
@@ -673,15 +686,15 @@ class _Walker:
         put = np.flatnonzero(~tail)
         for code, cell in zip(numbers[put].tolist(), cells[put].tolist(), strict=True):
             _put_cell(held[code][3], *cell)
-        cols[numbers[tail], _CELL] = cells[tail]
+        cols[slots[tail], _CELL] = cells[tail]
 
     def _close_cells(self, codes: list[int]) -> None:
         """Put the open cells of these held partitions in their tracks."""
-        held, cols = self.held, self.cols
-        for code, cell in zip(codes, cols[codes, _CELL].tolist(), strict=True):
+        held, cols, slots = self.held, self.cols, self.slot_of[codes]
+        for code, cell in zip(codes, cols[slots, _CELL].tolist(), strict=True):
             if cell[0] >= 0:
                 _put_cell(held[code][3], *cell)
-        cols[codes, _CELL.start] = -1
+        cols[slots, _CELL.start] = -1
 
     def _fold_health(self, rows, delta, offsets, ts, slot, buckets) -> None:
         """``_health_moved`` after each record that moved a partition's flags, in log order."""
