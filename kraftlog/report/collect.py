@@ -147,7 +147,9 @@ class _Walker:
         self.min_isrs: dict[str, int] = {}  # topic id -> min ISR, until a record that may move it
         self.values: list | None = None  # the walk whose values ``value_kinds`` describes
         self.value_kinds = np.zeros((0, 4), np.int64)  # per value of ``values``: kind, key, leader, ISR
-        self.kinds_seen: dict[int, tuple[Any, tuple]] = {}  # id of a decoded record -> (it, its row)
+        self.kinds_seen: dict[int, int] = {}  # id of a decoded record -> its row in ``kind_rows``
+        self.kinds_held: list = []  # the records ``kinds_seen`` names, held so that their ids are not reused
+        self.kind_rows = np.zeros((0, 4), np.int64)  # kind, key, leader, ISR (``_kind``) of each
         self.key_codes: dict[tuple[str, int], int] = {}  # partition -> its number in folds
         self.keys: list[tuple[str, int]] = []
         self.isr_codes: dict[tuple[int, ...], int] = {}  # ISR -> its number in folds
@@ -296,18 +298,25 @@ class _Walker:
                 self.key_codes, self.keys, self.isr_codes, self.isrs, self.isr_moves = {}, [], {}, [], {}
                 self.topic_codes, self.topic_ids = {}, []
                 self.isr_sizes = np.zeros(0, np.int64)
-                self.kinds_seen.clear()
                 self.skipped.clear()
-            if len(self.kinds_seen) > _SEEN_MAX:
-                self.kinds_seen.clear()
-            seen, rows = self.kinds_seen, []
-            for v in run.decoded:  # a decoded record is shared across walks (``decode_metadata``'s cache)
-                held = seen.get(id(v))  # the record is held with its row: its id is not reused meanwhile
-                if held is None:
-                    held = seen[id(v)] = (v, self._kind(v))
-                rows.append(held[1])
-            self.values = run.decoded
-            self.value_kinds = np.asarray(rows, np.int64).reshape(-1, 4)
+                self.kinds_seen = {}
+            if not self.kinds_seen or len(self.kinds_seen) > _SEEN_MAX:
+                self.kinds_seen, self.kinds_held, self.kind_rows = {}, [], np.zeros((0, 4), np.int64)
+            seen, decoded = self.kinds_seen, run.decoded  # a decoded record is shared across walks
+            numbers = list(map(seen.get, map(id, decoded)))  # (``decode_metadata``'s cache)
+            if None in numbers:
+                rows = []
+                for i in [i for i, n in enumerate(numbers) if n is None]:
+                    v = decoded[i]
+                    n = seen.get(id(v))  # a record twice in the walk
+                    if n is None:
+                        n = seen[id(v)] = len(self.kinds_held)
+                        self.kinds_held.append(v)
+                        rows.append(self._kind(v))
+                    numbers[i] = n
+                self.kind_rows = np.concatenate([self.kind_rows, np.asarray(rows, np.int64).reshape(-1, 4)])
+            self.values = decoded
+            self.value_kinds = self.kind_rows[np.asarray(numbers, np.int64)]
         table = self.value_kinds[run.kv]
         return table[:, 0], table[:, 1], table[:, 2], table[:, 3]
 
