@@ -279,8 +279,9 @@ class _Walker:
         folded at once (``_fold``); any other record goes through ``add``."""
         kind, key, leader, isr = self._kinds(run)
         a, n = 0, len(run)
+        stops: dict[int, np.ndarray] = {}
         while a < n:
-            z, held = self._stretch(run, a, kind, key)
+            z, held = self._stretch(run, a, kind, key, stops)
             if z > a:
                 self._fold(run, a, z, kind[a:z], key[a:z], leader[a:z], isr[a:z], held)
                 a = z
@@ -348,16 +349,21 @@ class _Walker:
             self.isr_sizes = np.asarray([len(i) for i in self.isrs], np.int64)
         return self.isr_sizes
 
-    def _stretch(self, run: Block, a: int, kind: np.ndarray, key: np.ndarray) -> tuple[int, np.ndarray | None]:
+    def _stretch(self, run: Block, a: int, kind: np.ndarray, key: np.ndarray, stops: dict[int, np.ndarray]
+                 ) -> tuple[int, np.ndarray | None]:
         """The records from ``a`` up to the first one a fold cannot take (``a``: none), and the partitions
-        they change, held (``_hold``)."""
+        they change, held (``_hold``). ``stops``: by epoch, where the run has records no fold takes below it."""
         if self.epoch is None or self.image.transaction is not None:
             return a, None
-        ok = (kind[a:] != _OTHER) & (run.epochs[a:] <= self.epoch.epoch)
+        epoch = self.epoch.epoch
+        stop = stops.get(epoch)
+        if stop is None:
+            stop = stops[epoch] = np.append(np.flatnonzero((kind == _OTHER) | (run.epochs > epoch)), len(kind))
+        z = int(stop[np.searchsorted(stop, a)])
         while True:
             if self.skipped:
-                ok &= ~np.isin(key[a:], list(self.skipped))
-            z = a + (len(ok) if ok.all() else int(np.argmin(ok)))
+                ok = ~np.isin(key[a:z], list(self.skipped))
+                z = z if ok.all() else a + int(np.argmin(ok))
             z = self._unwidened(run.timestamps, a, z)
             if z == a:
                 return a, None
