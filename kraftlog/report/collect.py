@@ -89,6 +89,9 @@ _READS_NO_PARTITION = frozenset({BEGIN, END, ABORT,
     "REMOVE_DELEGATION_TOKEN_RECORD", "FEATURE_LEVEL_RECORD", "ZK_MIGRATION_STATE_RECORD", "PRODUCER_IDS_RECORD",
     "LEADER_CHANGE", "KRAFT_VOTERS", "KRAFT_VERSION"})
 _TOPIC_KINDS = frozenset({"TOPIC_RECORD", "REMOVE_TOPIC_RECORD"})  # they replace or drop a topic's partitions
+#: Records that leave what ``min_isr`` reads (configs, topic names, the epoch's leader) as it was: the min ISRs
+#: known stay known across them (any other record forgets them).
+_KEEPS_MIN_ISR = _PARTITION_KINDS | (_READS_NO_PARTITION - {"CONFIG_RECORD", END, "LEADER_CHANGE"})
 _SEEN_MAX = 1 << 14  # decoded records whose kind is remembered across walks
 
 
@@ -241,8 +244,8 @@ class _Walker:
             image.apply(rec, e.offset, e.timestamp, e.epoch)  # the general way below, in fewer steps
             self._partition(e, rec.data, None)
         else:
-            if kind not in _PARTITION_KINDS:
-                self.min_isrs.clear()  # any other record may move a config min ISR comes from
+            if kind not in _KEEPS_MIN_ISR or rec.error is not None:
+                self.min_isrs.clear()  # it may move a config min ISR comes from
             self._apply(e, kind)
         if self.health_moved:
             self._health_moved(e)
