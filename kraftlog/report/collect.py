@@ -562,7 +562,7 @@ class _Walker:
         (seed_leader, seed_isr, track_leader, track_isr, replicas, elr, topic, leader_epoch,
          partition_epoch) = numbers[:, :_FLAGS.start].T
         new_leader, leader_set = _carried(leader[order], NO_LEADER_CHANGE, head, group, seed_leader)
-        new_isr, isr_set = _carried(isr[order], -1, head, group, seed_isr)
+        new_isr, _ = _carried(isr[order], -1, head, group, seed_isr)
         was_leader = np.empty(m, np.int64)
         was_leader[1:] = new_leader[:-1]
         was_leader[starts] = track_leader
