@@ -148,6 +148,8 @@ class _Walker:
         self.entry: Entry | None = None  # the record being added, and its bucket
         self.entry_bucket: Bucket | None = None
         self.min_isrs: dict[str, int] = {}  # topic id -> min ISR, until a record that may move it
+        self.min_isr_era = 0  # one more each time ``min_isrs`` is forgotten
+        self.topic_min_isr = np.zeros((0, 2), np.int64)  # topic number -> min ISR and the era it is of
         self.values: list | None = None  # the walk whose values ``value_kinds`` describes
         self.value_kinds = np.zeros((0, 4), np.int64)  # per value of ``values``: kind, key, leader, ISR
         self.kinds_seen: dict[int, int] = {}  # id of a decoded record -> its row in ``kind_rows``
@@ -238,14 +240,14 @@ class _Walker:
         if self.epoch is None or e.epoch > self.epoch.epoch:
             self.epoch = Epoch(e.epoch, e.offset, e.timestamp)
             model.epochs.append(self.epoch)
-            self.min_isrs.clear()  # the new epoch's leader is not known yet
+            self._forget_min_isrs()  # the new epoch's leader is not known yet
         image = self.image
         if kind in _PARTITION_KINDS and image.transaction is None and rec.error is None:
             image.apply(rec, e.offset, e.timestamp, e.epoch)  # the general way below, in fewer steps
             self._partition(e, rec.data, None)
         else:
             if kind not in _KEEPS_MIN_ISR or rec.error is not None:
-                self.min_isrs.clear()  # it may move a config min ISR comes from
+                self._forget_min_isrs()  # it may move a config min ISR comes from
             self._apply(e, kind)
         if self.health_moved:
             self._health_moved(e)
@@ -301,6 +303,7 @@ class _Walker:
                 self._release_all()
                 self.key_codes, self.keys, self.isr_codes, self.isrs, self.isr_moves = {}, [], {}, [], {}
                 self.topic_codes, self.topic_ids = {}, []
+                self.topic_min_isr = np.zeros((0, 2), np.int64)
                 self.isr_sizes = np.zeros(0, np.int64)
                 self.skipped.clear()
                 self.kinds_seen = {}
@@ -612,10 +615,14 @@ class _Walker:
             registrations = self.image.brokers.registrations
             fenced = [registrations.get(b) is None or registrations[b]["fenced"] for b in leaders]
             unavailable[live] = np.asarray(fenced, bool)[np.searchsorted(leaders, leader[live])]
-        topics, inverse = np.unique(topic, return_inverse=True)
-        min_isr = np.asarray([self._topic_min_isr(self.topic_ids[t]) for t in topics.tolist()], np.int64)
-        return np.stack([~live, unavailable, sizes < min_isr[inverse.ravel()], sizes < replicas, elr.astype(bool)],
-                        axis=1)
+        known, era = self.topic_min_isr, self.min_isr_era
+        if len(known) < len(self.topic_ids):
+            known = self.topic_min_isr = np.concatenate([known, np.full((len(self.topic_ids), 2), -1, np.int64)])
+        stale = known[topic, 1] != era
+        if stale.any():
+            for t in np.unique(topic[stale]).tolist():
+                known[t] = self._topic_min_isr(self.topic_ids[t]), era
+        return np.stack([~live, unavailable, sizes < known[topic, 0], sizes < replicas, elr.astype(bool)], axis=1)
 
     def _recheck_held(self, broker: int) -> None:
         """``_recheck`` of the held partitions ``broker`` leads, in ``cols``."""
@@ -967,6 +974,10 @@ class _Walker:
         else:
             self.health[key] = flags
         self.health_moved = True
+
+    def _forget_min_isrs(self) -> None:
+        self.min_isrs.clear()
+        self.min_isr_era += 1
 
     def _topic_min_isr(self, tid: str) -> int:
         min_isr = self.min_isrs.get(tid)
