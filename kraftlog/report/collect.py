@@ -397,7 +397,7 @@ class _Walker:
         """The partitions the records change, by number ascending, each held in ``cols`` (those not yet held
         read from the image, the track and ``health``); None (the partitions noted in ``skipped``) when one
         has no state, track or flags, as ``_partition`` then takes another way."""
-        codes = np.unique(keys)
+        codes = _distinct(keys)
         if len(self.slot_of) < len(self.keys):
             self.slot_of = np.concatenate([self.slot_of, np.full(max(len(self.keys), 1024), -1, np.int64)])
         new = codes[self.slot_of[codes] < 0].tolist()
@@ -525,9 +525,14 @@ class _Walker:
         timed = np.flatnonzero(slot >= 0)
         if not len(timed):
             return {}
-        slots, first, inverse, counts = np.unique(slot[timed], return_index=True, return_inverse=True,
-                                                  return_counts=True)
-        inverse = inverse.ravel()
+        timed_slots = slot[timed]
+        if (timed_slots == timed_slots[0]).all():  # most stretches: one bucket
+            slots, first, inverse = timed_slots[:1], np.zeros(1, np.int64), np.zeros(len(timed), np.int64)
+            counts = np.asarray([len(timed)])
+        else:
+            slots, first, inverse, counts = np.unique(timed_slots, return_index=True, return_inverse=True,
+                                                      return_counts=True)
+            inverse = inverse.ravel()
         last = np.zeros(len(slots), np.int64)
         np.maximum.at(last, inverse, timed)
         out: dict[int, Bucket] = {}
@@ -610,7 +615,7 @@ class _Walker:
         topic (by number), replicas and whether an ELR is set."""
         live = leader >= 0
         unavailable = np.zeros(len(leader), bool)
-        leaders = np.unique(leader[live]).tolist()
+        leaders = _distinct(leader[live]).tolist()
         if leaders:
             registrations = self.image.brokers.registrations
             fenced = [registrations.get(b) is None or registrations[b]["fenced"] for b in leaders]
@@ -620,7 +625,7 @@ class _Walker:
             known = self.topic_min_isr = np.concatenate([known, np.full((len(self.topic_ids), 2), -1, np.int64)])
         stale = known[topic, 1] != era
         if stale.any():
-            for t in np.unique(topic[stale]).tolist():
+            for t in _distinct(topic[stale]).tolist():
                 known[t] = self._topic_min_isr(self.topic_ids[t]), era
         return np.stack([~live, unavailable, sizes < known[topic, 0], sizes < replicas, elr.astype(bool)], axis=1)
 
@@ -669,7 +674,7 @@ class _Walker:
             return
         where = slot[at[sel]]
         moved, shrank, grew, _ = (f[sel].astype(np.int64) for f in fields)
-        for idx in np.unique(where).tolist():
+        for idx in _distinct(where).tolist():
             mine = where == idx
             bucket = buckets[idx]
             bucket.leader_changes += int(moved[mine].sum())
@@ -689,7 +694,7 @@ class _Walker:
         held, cols, numbers = self.held, self.cols, held_codes[g]
         slots = self.slot_of[numbers]
         if ((g[1:] == g[:-1]) & (f[1:] < z[:-1])).any():  # a partition's buckets not one after another in time
-            self._close_cells(np.unique(numbers).tolist())
+            self._close_cells(_distinct(numbers).tolist())
             for gi, cell in zip(g[np.argsort(f, kind="stable")].tolist(), cells[np.argsort(f, kind="stable")].tolist(),
                                 strict=True):
                 _put_cell(held[codes[gi]][3], *cell)
@@ -736,7 +741,7 @@ class _Walker:
 
         self.model.health_changes.add_many(len(moved), changes)
         where = slot[at]
-        for idx in np.unique(where[where >= 0]).tolist():
+        for idx in _distinct(where[where >= 0]).tolist():
             mine = moved[where == idx]
             bucket = buckets[idx]
             peak = tuple(counts[mine].max(axis=0).tolist())
@@ -1141,6 +1146,12 @@ def _tally(counter, kinds: np.ndarray) -> None:
             met.append((int(at[0]), name, len(at)))
     for _, name, n in sorted(met):
         counter[name] += n
+
+
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """``np.unique(values)`` of a small array, without its wrapper's cost (a few of these per stretch)."""
+    ordered = np.sort(values)
+    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))] if len(ordered) else ordered
 
 
 def _put_cell(track: PartitionTrack, idx: int, *cell: int) -> None:
