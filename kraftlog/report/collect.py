@@ -352,7 +352,7 @@ class _Walker:
     def _isr_sizes(self) -> np.ndarray:
         """The size of each numbered ISR."""
         if len(self.isr_sizes) < len(self.isrs):
-            self.isr_sizes = np.asarray([len(i) for i in self.isrs], np.int64)
+            self.isr_sizes = np.append(self.isr_sizes, [len(i) for i in self.isrs[len(self.isr_sizes):]]).astype(np.int64)
         return self.isr_sizes
 
     def _stretch(self, run: Block, a: int, kind: np.ndarray, key: np.ndarray, stops: dict[int, np.ndarray]
