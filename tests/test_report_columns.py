@@ -264,8 +264,9 @@ def test_partitions_stay_held_across_records_that_do_not_read_them(tmp_path, mon
         fast = list(held)
         assert [h for h in fast if h[0] == "BROKER_REGISTRATION_CHANGE_RECORD"] == [
             ("BROKER_REGISTRATION_CHANGE_RECORD", 3, 3), ("BROKER_REGISTRATION_CHANGE_RECORD", 4, 4)]
-        assert [h for h in fast if h[0] in ("CONFIG_RECORD", "END_TRANSACTION_RECORD")][-2:] == [
-            ("END_TRANSACTION_RECORD", 2, 2), ("CONFIG_RECORD", 3, 3)]
+        # the min ISR config of the setup goes by ``add``; the retention config, carried by the fold, does not
+        assert [h for h in fast if h[0] in ("CONFIG_RECORD", "END_TRANSACTION_RECORD")] == [
+            ("CONFIG_RECORD", 0, 0), ("END_TRANSACTION_RECORD", 2, 2)]
         assert ("PARTITION_CHANGE_RECORD", 3, 2) in fast  # in the transaction: its partition written back
         assert ("CLEAR_ELR_RECORD", 4, 0) in fast and ("UNKNOWN", 1, 0) in fast
     # without the days after, the buckets never widen: the cells' order as made (a partition's cells in one
@@ -313,3 +314,85 @@ def test_the_fold_agrees_with_add_on_fixtures_and_the_real_corpus(tmp_path, monk
         except AssertionError as e:
             pytest.fail(f"{node.log_dir}: {e}")
     assert changes > 0
+
+
+def _aside_log(tmp_path: Path) -> Path:
+    """Records of every type a fold carries (``collect._ASIDE_TYPES``) among NoOps and changes: quotas, ACLs
+    (one removed that was never added), SCRAM credentials, tokens, producer ids, a controller, configs (a
+    secret, one deleted, one untimed, one first in its bucket), and min ISR configs, which a fold does not carry."""
+    change, noop = _plan_change, ("NO_OP_RECORD", 0, {})
+
+    def config(name: str, value: str | None, resource_type: int = 2, resource: str = "t") -> tuple:
+        return ("CONFIG_RECORD", 0, {"resourceType": resource_type, "resourceName": resource, "name": name,
+                                     "value": value})
+
+    quota = ("CLIENT_QUOTA_RECORD", 0, {"entity": [{"entityType": "user", "entityName": "alice"}],
+                                        "key": "producer_byte_rate", "value": 1024.0})
+    acl = ("ACCESS_CONTROL_ENTRY_RECORD", 0, {"id": "AAAAAAAAAAAAAAAAAAAAAw", "resourceType": 2, "resourceName": "t",
+                                              "patternType": 3, "principal": "User:alice", "host": "*",
+                                              "operation": 3, "permissionType": 3})
+    setup = [_broker(1, False), _broker(2, False), _broker(3, False), ("TOPIC_RECORD", 0, {"name": "t", "topicId": TOPIC_ID}),
+             *(_part(p, [1, 2, 3], 1 + p) for p in range(3)), config("min.insync.replicas", "2")]
+    stretch = [change(0, isr=[1, 2]), noop, quota, change(1, isr=[2]), acl, noop, config("retention.ms", "1"),
+               config("ssl.keystore.password", "hunter2", 4, "1"), change(0, isr=[1, 3]),
+               ("REMOVE_ACCESS_CONTROL_ENTRY_RECORD", 0, {"id": "AAAAAAAAAAAAAAAAAAAAAw"}),
+               ("REMOVE_ACCESS_CONTROL_ENTRY_RECORD", 0, {"id": "AAAAAAAAAAAAAAAAAAAABA"}),
+               ("USER_SCRAM_CREDENTIAL_RECORD", 0, {"name": "alice", "mechanism": 2}),
+               ("REMOVE_USER_SCRAM_CREDENTIAL_RECORD", 0, {"name": "alice", "mechanism": 2}),
+               ("DELEGATION_TOKEN_RECORD", 0, {"owner": "User:alice", "tokenId": "tok"}),
+               ("REMOVE_DELEGATION_TOKEN_RECORD", 0, {"tokenId": "tok"}),
+               ("PRODUCER_IDS_RECORD", 0, {"brokerId": 1, "brokerEpoch": 11, "nextProducerId": 5000}),
+               ("REGISTER_CONTROLLER_RECORD", 0, {"controllerId": 3000, "incarnationId": "AAAAAAAAAAAAAAAAAAAABQ"}),
+               config("retention.ms", None), change(2, leader=2), config("min.insync.replicas", "3"),
+               change(0, isr=[1, 2, 3]), noop]
+    plan = [(1, START + i, r) for i, r in enumerate(setup)] + [(1, START + 100 + i, r) for i, r in enumerate(stretch)]
+    plan += [(1, 0, config("segment.ms", "5")), (1, START + 200, change(1, isr=[2, 3])),
+             (1, START + DAY, quota), (1, START + DAY + 1, noop), (1, START + DAY + 2, change(1, isr=[1, 2, 3])),
+             (1, START + DAY + 3, ("PRODUCER_IDS_RECORD", 0, {"brokerId": 2, "brokerEpoch": 12, "nextProducerId": 6000})),
+             (1, START + 3 * DAY, config("min.insync.replicas", "1")), (1, START + 3 * DAY + 1, noop)]
+    return _write_log(tmp_path, plan)
+
+
+def test_the_fold_carries_records_that_move_no_partition(tmp_path, monkeypatch):
+    """Quotas, ACLs, SCRAM, tokens, producer ids, controllers and configs other than min ISR go in log order
+    within a fold's stretch (not by ``add``), with model, page and image as ``add`` gives them; a min ISR
+    config is not carried (fails closed: ``add``, and the health it moves at its offset)."""
+    assert set(collect_module._ASIDE_TYPES) <= collect_module._READS_NO_PARTITION
+    node = find_nodes(str(_aside_log(tmp_path)))[0]
+    added = []
+    add = collect_module._Walker.add
+
+    def noting(self, e):
+        if collect_module.FAST_COLUMNS and e.record.type in collect_module._ASIDE_TYPES:
+            added.append((e.offset, e.record.data.get("name")))
+        add(self, e)
+
+    monkeypatch.setattr(collect_module._Walker, "add", noting)
+    for buckets in (10, 240):
+        added.clear()
+        folded = _both(node, tmp_path, monkeypatch, max_buckets=buckets)
+        assert folded["changes"] >= 5, folded
+        assert added == [(7, "min.insync.replicas"), (27, "min.insync.replicas"), (36, "min.insync.replicas")]
+    m = collect_module.collect(node)
+    assert [(e.offset, e.kind, e.subject, e.detail) for e in m.changes] == [
+        (7, "config", "TOPIC:t", "min.insync.replicas: (unset) -> 2"),
+        (10, "quota", "quota user=alice", "producer_byte_rate = 1024"),
+        (12, "acl", "TOPIC:t", "ALLOW User:alice READ from *"),
+        (14, "config", "TOPIC:t", "retention.ms: (unset) -> 1"),
+        (15, "config", "BROKER:1", "ssl.keystore.password: (unset) -> [redacted]"),
+        (17, "acl removed", "TOPIC:t", "ALLOW User:alice READ from *"),
+        (18, "acl removed", "ACL", "unknown ACL id AAAAAAAAAAAAAAAAAAAABA"),
+        (19, "scram", "user alice", "SCRAM-SHA-512 credential set"),
+        (20, "scram", "user alice", "SCRAM-SHA-512 credential removed"),
+        (21, "token", "token tok", "issued to User:alice"),
+        (22, "token", "token tok", "removed"),
+        (25, "config deleted", "TOPIC:t", "retention.ms: 1 -> (unset)"),
+        (27, "config", "TOPIC:t", "min.insync.replicas: 2 -> 3"),
+        (30, "config", "TOPIC:t", "segment.ms: (unset) -> 5"),
+        (32, "quota", "quota user=alice", "producer_byte_rate = 1024"),
+        (36, "config", "TOPIC:t", "min.insync.replicas: 3 -> 1")]
+    # under min ISR (third) moves at the min ISR config of 3 (27: t-0's ISR of 2 now under it)
+    assert [(o, h) for o, _, h in m.health_changes] == [
+        (8, (0, 0, 0, 1, 0)), (11, (0, 0, 1, 2, 0)), (27, (0, 0, 2, 2, 0)), (28, (0, 0, 1, 1, 0)), (34, (0, 0, 0, 0, 0))]
+    assert [e.detail for e in m.controller_events] == ["registered, incarnation AAAAAAAAAAAAAAAAAAAABQ"]
+    assert m.untimed == 1 and m.type_totals["CONFIG_RECORD"] == 7 and m.type_totals["PRODUCER_IDS_RECORD"] == 2

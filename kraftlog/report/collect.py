@@ -93,6 +93,14 @@ _TOPIC_KINDS = frozenset({"TOPIC_RECORD", "REMOVE_TOPIC_RECORD"})  # they replac
 #: known stay known across them (any other record forgets them).
 _KEEPS_MIN_ISR = _PARTITION_KINDS | (_READS_NO_PARTITION - {"CONFIG_RECORD", END, "LEADER_CHANGE"})
 _SEEN_MAX = 1 << 14  # decoded records whose kind is remembered across walks
+#: Records a fold carries in log order, each through ``_apply`` as ``add`` takes it, counted with the stretch's
+#: others: they read and move no partition, broker, epoch leader or min ISR (a config only when not of
+#: min.insync.replicas), so the stretch's changes fold the same around them. All of them read no partition.
+_ASIDE_TYPES = ("CONFIG_RECORD", "CLIENT_QUOTA_RECORD", "ACCESS_CONTROL_ENTRY_RECORD", "REMOVE_ACCESS_CONTROL_ENTRY_RECORD",
+                "USER_SCRAM_CREDENTIAL_RECORD", "REMOVE_USER_SCRAM_CREDENTIAL_RECORD", "DELEGATION_TOKEN_RECORD",
+                "REMOVE_DELEGATION_TOKEN_RECORD", "PRODUCER_IDS_RECORD", "REGISTER_CONTROLLER_RECORD")
+_ASIDE = 3  # the first aside's code in ``add_records``' kinds, one per type
+_ASIDE_CODES = {name: _ASIDE + i for i, name in enumerate(_ASIDE_TYPES)}
 
 
 def collect(source: NodeDir | Log, *, limits: Limits = Limits(), max_buckets: int = MAX_BUCKETS,
@@ -332,6 +340,8 @@ class _Walker:
             return _OTHER, -1, 0, -1
         if FAST_NOOPS and is_no_op(rec):
             return _NOOP, -1, 0, -1
+        if type(rec) is MetadataRecord and rec.error is None and (aside := _ASIDE_CODES.get(rec.type)) is not None:
+            return (aside if rec.type != "CONFIG_RECORD" or rec.data.get("name") != MIN_ISR else _OTHER), -1, 0, -1
         change = change_of(rec)
         if change is None:
             return _OTHER, -1, 0, -1
@@ -366,6 +376,8 @@ class _Walker:
         if stop is None:
             stop = stops[epoch] = np.append(np.flatnonzero((kind == _OTHER) | (run.epochs > epoch)), len(kind))
         z = int(stop[np.searchsorted(stop, a)])
+        if z == a:  # a record no fold takes (most calls: one per such record)
+            return a, None
         while True:
             if self.skipped:
                 ok = ~np.isin(key[a:z], list(self.skipped))
@@ -385,6 +397,9 @@ class _Walker:
         if not timed.any():
             return z
         slot = ts // self.model.width
+        if self.lo is not None and timed.all() and (
+                max(self.hi, int(slot.max())) - min(self.lo, int(slot.min())) < self.max_buckets):
+            return z  # most stretches: all within the span (what the running bounds below find then)
         first = int(slot[int(np.argmax(timed))])
         lo = np.minimum.accumulate(np.where(timed, slot, first))
         hi = np.maximum.accumulate(np.where(timed, slot, first))
@@ -514,7 +529,12 @@ class _Walker:
         model.untimed += n - int(timed.sum())
         slot = np.where(timed, ts // model.width, -1)
         buckets = self._fold_buckets(slot, kind, offsets)
-        image.pass_over_run(offsets, ts, epochs)  # outside a transaction (``_stretch``)
+        for i in np.flatnonzero(kind >= _ASIDE).tolist():  # in log order, each as ``add`` takes it
+            e = run.entry(a + i)
+            if e.record.type not in _KEEPS_MIN_ISR:
+                self._forget_min_isrs()
+            self._apply(e, e.record.type)
+        image.pass_over_run(offsets, ts, epochs)  # outside a transaction (``_stretch``); the last record's
         rows = np.flatnonzero(kind == _CHANGE)
         if len(rows):
             self._fold_changes(rows, offsets, ts, slot, key[rows], leader[rows], isr[rows], held, buckets)
@@ -1134,18 +1154,25 @@ class _Walker:
                                                f"state {ZK_MIGRATION_STATES.get(state, state)}", state))
 
 
-_NAMES = {_NOOP: NO_OP, _CHANGE: CHANGE}
+_NAMES = {_NOOP: NO_OP, _CHANGE: CHANGE, **{code: name for name, code in _ASIDE_CODES.items()}}
 
 
 def _tally(counter, kinds: np.ndarray) -> None:
-    """Count the NoOps and PartitionChangeRecords of ``kinds`` in ``counter``, a type first met first."""
-    met = []
-    for code, name in _NAMES.items():
-        at = np.flatnonzero(kinds == code)
-        if len(at):
-            met.append((int(at[0]), name, len(at)))
-    for _, name, n in sorted(met):
-        counter[name] += n
+    """Count the records of ``kinds`` (a fold's) in ``counter`` by type, a type first met first."""
+    if not len(kinds):
+        return
+    if int(kinds.max()) < _ASIDE:  # NoOps and changes only: most stretches
+        met = []
+        for code in (_NOOP, _CHANGE):
+            at = np.flatnonzero(kinds == code)
+            if len(at):
+                met.append((int(at[0]), _NAMES[code], len(at)))
+        for _, name, n in sorted(met):
+            counter[name] += n
+        return
+    codes, first, counts = np.unique(kinds, return_index=True, return_counts=True)
+    for j in np.argsort(first).tolist():
+        counter[_NAMES[int(codes[j])]] += int(counts[j])
 
 
 def _distinct(values: np.ndarray) -> np.ndarray:
