@@ -350,21 +350,32 @@ def _aside_log(tmp_path: Path) -> Path:
              (1, START + DAY, quota), (1, START + DAY + 1, noop), (1, START + DAY + 2, change(1, isr=[1, 2, 3])),
              (1, START + DAY + 3, ("PRODUCER_IDS_RECORD", 0, {"brokerId": 2, "brokerEpoch": 12, "nextProducerId": 6000})),
              (1, START + 3 * DAY, config("min.insync.replicas", "1")), (1, START + 3 * DAY + 1, noop)]
+
+    def brokers(b: int, epoch: int | None = None, **fields) -> tuple:
+        return ("BROKER_REGISTRATION_CHANGE_RECORD", 1, {"brokerId": b, "brokerEpoch": epoch or 10 + b, **fields})
+
+    # broker records: fenced registered (carried), in controlled shutdown (carried), of a wrong epoch (refused),
+    # a fenced one unregistered (carried), the leader of t-1 and t-2 fenced (not carried: their health moves)
+    plan += [(1, START + 3 * DAY + 2 + i, r) for i, r in enumerate([
+        _broker(4, True), brokers(2, inControlledShutdown=1), change(1, isr=[1, 2]), brokers(2, 99, fenced=1),
+        ("UNREGISTER_BROKER_RECORD", 0, {"brokerId": 4, "brokerEpoch": 14}), noop, brokers(2, fenced=1),
+        change(2, leader=1), noop])]
     return _write_log(tmp_path, plan)
 
 
 def test_the_fold_carries_records_that_move_no_partition(tmp_path, monkeypatch):
-    """Quotas, ACLs, SCRAM, tokens, producer ids, controllers and configs other than min ISR go in log order
-    within a fold's stretch (not by ``add``), with model, page and image as ``add`` gives them; a min ISR
-    config is not carried (fails closed: ``add``, and the health it moves at its offset)."""
+    """Quotas, ACLs, SCRAM, tokens, producer ids, controllers, configs other than min ISR and broker records that
+    leave their broker as available to lead as it was go in log order within a fold's stretch (not by ``add``),
+    with model, page and image as ``add`` gives them; a min ISR config, a broker's fencing and a broker record
+    that does not replay are not carried (fail closed: ``add``, and the health they move at their offsets)."""
     assert set(collect_module._ASIDE_TYPES) <= collect_module._READS_NO_PARTITION
     node = find_nodes(str(_aside_log(tmp_path)))[0]
     added = []
     add = collect_module._Walker.add
 
     def noting(self, e):
-        if collect_module.FAST_COLUMNS and e.record.type in collect_module._ASIDE_TYPES:
-            added.append((e.offset, e.record.data.get("name")))
+        if collect_module.FAST_COLUMNS and e.record.type in {*collect_module._ASIDE_TYPES, *collect_module._BROKER_CODES}:
+            added.append((e.offset, e.record.data.get("name", e.record.type)))
         add(self, e)
 
     monkeypatch.setattr(collect_module._Walker, "add", noting)
@@ -372,7 +383,9 @@ def test_the_fold_carries_records_that_move_no_partition(tmp_path, monkeypatch):
         added.clear()
         folded = _both(node, tmp_path, monkeypatch, max_buckets=buckets)
         assert folded["changes"] >= 5, folded
-        assert added == [(7, "min.insync.replicas"), (27, "min.insync.replicas"), (36, "min.insync.replicas")]
+        assert added == [(0, "REGISTER_BROKER_RECORD"), (1, "REGISTER_BROKER_RECORD"), (2, "REGISTER_BROKER_RECORD"),
+                         (7, "min.insync.replicas"), (27, "min.insync.replicas"), (36, "min.insync.replicas"),
+                         (41, "BROKER_REGISTRATION_CHANGE_RECORD"), (44, "BROKER_REGISTRATION_CHANGE_RECORD")]
     m = collect_module.collect(node)
     assert [(e.offset, e.kind, e.subject, e.detail) for e in m.changes] == [
         (7, "config", "TOPIC:t", "min.insync.replicas: (unset) -> 2"),
@@ -393,6 +406,11 @@ def test_the_fold_carries_records_that_move_no_partition(tmp_path, monkeypatch):
         (36, "config", "TOPIC:t", "min.insync.replicas: 3 -> 1")]
     # under min ISR (third) moves at the min ISR config of 3 (27: t-0's ISR of 2 now under it)
     assert [(o, h) for o, _, h in m.health_changes] == [
-        (8, (0, 0, 0, 1, 0)), (11, (0, 0, 1, 2, 0)), (27, (0, 0, 2, 2, 0)), (28, (0, 0, 1, 1, 0)), (34, (0, 0, 0, 0, 0))]
+        (8, (0, 0, 0, 1, 0)), (11, (0, 0, 1, 2, 0)), (27, (0, 0, 2, 2, 0)), (28, (0, 0, 1, 1, 0)), (34, (0, 0, 0, 0, 0)),
+        (40, (0, 0, 0, 1, 0)), (44, (0, 2, 0, 1, 0)), (45, (0, 1, 0, 1, 0))]  # 44: broker 2 fenced, leading t-1 and t-2
+    assert {b: [(e.offset, e.kind) for e in lane.events] for b, lane in m.brokers.items() if b in (2, 4)} == {
+        2: [(1, "active"), (39, "shutdown"), (44, "fenced")], 4: [(38, "fenced"), (42, "absent")]}
+    assert list(m.problems)[-1] == ("offset 41 BROKER_REGISTRATION_CHANGE_RECORD: BrokerRegistrationChangeRecord for "
+                                    "broker 2 carries epoch 99, but the registration has epoch 12")
     assert [e.detail for e in m.controller_events] == ["registered, incarnation AAAAAAAAAAAAAAAAAAAABQ"]
     assert m.untimed == 1 and m.type_totals["CONFIG_RECORD"] == 7 and m.type_totals["PRODUCER_IDS_RECORD"] == 2

@@ -37,7 +37,7 @@ from kraftlog.schema import MetadataRecord
 from kraftlog.schema.entity import ACL_RESOURCE_TYPES
 from kraftlog.schema.redact import REDACTED, is_secret_config
 from kraftlog.state.acls import OPERATIONS, PERMISSION_TYPES
-from kraftlog.state.brokers import broker_state
+from kraftlog.state.brokers import Brokers, broker_state
 from kraftlog.state.configs import BROKER, TOPIC, resource_key
 from kraftlog.state.features import METADATA_VERSION, ZK_MIGRATION_STATES, metadata_version_name
 from kraftlog.state.image import ABORT, BEGIN, END, ClusterImage
@@ -101,6 +101,9 @@ _ASIDE_TYPES = ("CONFIG_RECORD", "CLIENT_QUOTA_RECORD", "ACCESS_CONTROL_ENTRY_RE
                 "REMOVE_DELEGATION_TOKEN_RECORD", "PRODUCER_IDS_RECORD", "REGISTER_CONTROLLER_RECORD")
 _ASIDE = 3  # the first aside's code in ``add_records``' kinds, one per type
 _ASIDE_CODES = {name: _ASIDE + i for i, name in enumerate(_ASIDE_TYPES)}
+#: Broker records a fold carries as asides when they leave their broker as available to lead as it was
+#: (``_past_brokers``: registered and unfenced, or not), so that no partition's health moves at them.
+_BROKER_CODES = {name: _ASIDE + len(_ASIDE_TYPES) + i for i, name in enumerate(Brokers().handlers())}
 
 
 def collect(source: NodeDir | Log, *, limits: Limits = Limits(), max_buckets: int = MAX_BUCKETS,
@@ -375,7 +378,7 @@ class _Walker:
         stop = stops.get(epoch)
         if stop is None:
             stop = stops[epoch] = np.append(np.flatnonzero((kind == _OTHER) | (run.epochs > epoch)), len(kind))
-        z = int(stop[np.searchsorted(stop, a)])
+        z = self._past_brokers(run, int(stop[np.searchsorted(stop, a)]), stop, kind)
         if z == a:  # a record no fold takes (most calls: one per such record)
             return a, None
         while True:
@@ -388,6 +391,31 @@ class _Walker:
             held = self._hold(key[a:z][kind[a:z] == _CHANGE])
             if held is not None:
                 return z, held
+
+    def _past_brokers(self, run: Block, z: int, stop: np.ndarray, kind: np.ndarray) -> int:
+        """The stretch's end moved past the broker records at its end that leave their broker as available to
+        lead as it was, each marked in ``kind`` as an aside: told by replaying them in turn on copies of their
+        registrations (``state.brokers``' own handlers); any that fails to replay ends the stretch."""
+        scratch: Brokers | None = None
+        while z < len(kind) and run.epochs[z] <= self.epoch.epoch:
+            rec = run.decoded[run.kv[z]]
+            code = _BROKER_CODES.get(rec.type) if type(rec) is MetadataRecord and rec.error is None else None
+            if code is None:
+                break
+            if scratch is None:
+                scratch = Brokers()
+                scratch.registrations = {b: dict(r) for b, r in self.image.brokers.registrations.items()}
+            bid = rec.data.get("brokerId", rec.data.get("id"))
+            was = _unavailable(scratch.registrations.get(bid))  # (the handlers change a registration in place)
+            try:
+                scratch.handlers()[rec.type](rec.data)
+            except Exception:  # noqa: BLE001 - refused or malformed: ``add`` takes it
+                break
+            if _unavailable(scratch.registrations.get(bid)) != was:
+                break
+            kind[z] = code
+            z = int(stop[np.searchsorted(stop, z + 1)])
+        return z
 
     def _unwidened(self, timestamps: np.ndarray, a: int, z: int) -> int:
         """The end of the records from ``a`` (before ``z``) that fit the buckets as they are: the first
@@ -638,7 +666,7 @@ class _Walker:
         leaders = _distinct(leader[live]).tolist()
         if leaders:
             registrations = self.image.brokers.registrations
-            fenced = [registrations.get(b) is None or registrations[b]["fenced"] for b in leaders]
+            fenced = [_unavailable(registrations.get(b)) for b in leaders]
             unavailable[live] = np.asarray(fenced, bool)[np.searchsorted(leaders, leader[live])]
         known, era = self.topic_min_isr, self.min_isr_era
         if len(known) < len(self.topic_ids):
@@ -981,11 +1009,7 @@ class _Walker:
             flags, leader = None, -1
         else:
             leader, isr = part["leader"], len(part["isr"])
-            if leader >= 0:
-                registration = self.image.brokers.registrations.get(leader)
-                unavailable = registration is None or registration["fenced"]
-            else:
-                unavailable = False
+            unavailable = leader >= 0 and _unavailable(self.image.brokers.registrations.get(leader))
             flags = (leader < 0, unavailable, isr < self._topic_min_isr(key[0]), isr < len(part["replicas"]),
                      bool(part["eligibleLeaderReplicas"]))
         self._lead(key, leader)
@@ -1154,7 +1178,7 @@ class _Walker:
                                                f"state {ZK_MIGRATION_STATES.get(state, state)}", state))
 
 
-_NAMES = {_NOOP: NO_OP, _CHANGE: CHANGE, **{code: name for name, code in _ASIDE_CODES.items()}}
+_NAMES = {_NOOP: NO_OP, _CHANGE: CHANGE, **{code: name for name, code in (_ASIDE_CODES | _BROKER_CODES).items()}}
 
 
 def _tally(counter, kinds: np.ndarray) -> None:
@@ -1173,6 +1197,11 @@ def _tally(counter, kinds: np.ndarray) -> None:
     codes, first, counts = np.unique(kinds, return_index=True, return_counts=True)
     for j in np.argsort(first).tolist():
         counter[_NAMES[int(codes[j])]] += int(counts[j])
+
+
+def _unavailable(registration: dict | None) -> bool:
+    """Whether a broker cannot lead (``_set_health``): not registered, or fenced."""
+    return registration is None or registration["fenced"]
 
 
 def _distinct(values: np.ndarray) -> np.ndarray:
