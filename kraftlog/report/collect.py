@@ -575,29 +575,34 @@ class _Walker:
             return {}
         timed_slots = slot[timed]
         if (timed_slots == timed_slots[0]).all():  # most stretches: one bucket
-            slots, first, inverse = timed_slots[:1], np.zeros(1, np.int64), np.zeros(len(timed), np.int64)
-            counts = np.asarray([len(timed)])
+            idx = int(timed_slots[0])
+            out = {idx: self._fold_bucket(idx, int(offsets[timed[0]]), len(timed), int(offsets[timed[-1]]),
+                                          kind[timed])}
+            slots = timed_slots[:1]
         else:
             slots, first, inverse, counts = np.unique(timed_slots, return_index=True, return_inverse=True,
                                                       return_counts=True)
             inverse = inverse.ravel()
-        last = np.zeros(len(slots), np.int64)
-        np.maximum.at(last, inverse, timed)
-        out: dict[int, Bucket] = {}
-        buckets = self.model.buckets
-        for j in np.argsort(first, kind="stable").tolist():
-            idx = int(slots[j])
-            bucket = buckets.get(idx)
-            if bucket is None:
-                bucket = buckets[idx] = Bucket(int(offsets[timed[first[j]]]), 0)
-            bucket.records += int(counts[j])
-            bucket.last_offset = int(offsets[last[j]])
-            mine = timed[inverse == j]
-            _tally(bucket.types, kind[mine])
-            out[idx] = bucket
+            last = np.zeros(len(slots), np.int64)
+            np.maximum.at(last, inverse, timed)
+            out = {}
+            for j in np.argsort(first, kind="stable").tolist():
+                idx = int(slots[j])
+                out[idx] = self._fold_bucket(idx, int(offsets[timed[first[j]]]), int(counts[j]), int(offsets[last[j]]),
+                                             kind[timed[inverse == j]])
         self.lo = int(slots[0]) if self.lo is None else min(self.lo, int(slots[0]))
         self.hi = int(slots[-1]) if self.hi is None else max(self.hi, int(slots[-1]))
         return out
+
+    def _fold_bucket(self, idx: int, first_offset: int, records: int, last_offset: int, kinds: np.ndarray) -> Bucket:
+        """``_count`` of a fold's records in bucket ``idx`` (made at the first one's offset if new)."""
+        bucket = self.model.buckets.get(idx)
+        if bucket is None:
+            bucket = self.model.buckets[idx] = Bucket(first_offset, 0)
+        bucket.records += records
+        bucket.last_offset = last_offset
+        _tally(bucket.types, kinds)
+        return bucket
 
     def _fold_changes(self, rows: np.ndarray, offsets: np.ndarray, ts: np.ndarray, slot: np.ndarray, key: np.ndarray,
                       leader: np.ndarray, isr: np.ndarray, held: np.ndarray, buckets: dict[int, Bucket]) -> None:
