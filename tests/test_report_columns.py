@@ -359,7 +359,12 @@ def _aside_log(tmp_path: Path) -> Path:
     plan += [(1, START + 3 * DAY + 2 + i, r) for i, r in enumerate([
         _broker(4, True), brokers(2, inControlledShutdown=1), change(1, isr=[1, 2]), brokers(2, 99, fenced=1),
         ("UNREGISTER_BROKER_RECORD", 0, {"brokerId": 4, "brokerEpoch": 14}), noop, brokers(2, fenced=1),
-        change(2, leader=1), noop])]
+        change(2, leader=1), noop,
+        # broker 3, leading nothing, fenced (carried), made t-0's leader, unfenced while it leads t-0 (not carried);
+        # made t-1's leader and moved off it, then fenced: that stretch ends there (t-1's health read broker 3
+        # before it), and the next carries it
+        brokers(3, fenced=1), change(0, leader=3), noop, brokers(3, fenced=-1), change(0, leader=1),
+        change(1, leader=3), change(1, leader=1), brokers(3, fenced=1), noop])]
     return _write_log(tmp_path, plan)
 
 
@@ -383,9 +388,10 @@ def test_the_fold_carries_records_that_move_no_partition(tmp_path, monkeypatch):
         added.clear()
         folded = _both(node, tmp_path, monkeypatch, max_buckets=buckets)
         assert folded["changes"] >= 5, folded
-        assert added == [(0, "REGISTER_BROKER_RECORD"), (1, "REGISTER_BROKER_RECORD"), (2, "REGISTER_BROKER_RECORD"),
-                         (7, "min.insync.replicas"), (27, "min.insync.replicas"), (36, "min.insync.replicas"),
-                         (41, "BROKER_REGISTRATION_CHANGE_RECORD"), (44, "BROKER_REGISTRATION_CHANGE_RECORD")]
+        # the first record goes by ``add`` (no epoch yet); brokers 2 and 3 register leading nothing (carried)
+        assert added == [(0, "REGISTER_BROKER_RECORD"), (7, "min.insync.replicas"), (27, "min.insync.replicas"),
+                         (36, "min.insync.replicas"), (41, "BROKER_REGISTRATION_CHANGE_RECORD"),
+                         (44, "BROKER_REGISTRATION_CHANGE_RECORD"), (50, "BROKER_REGISTRATION_CHANGE_RECORD")]
     m = collect_module.collect(node)
     assert [(e.offset, e.kind, e.subject, e.detail) for e in m.changes] == [
         (7, "config", "TOPIC:t", "min.insync.replicas: (unset) -> 2"),
@@ -407,9 +413,11 @@ def test_the_fold_carries_records_that_move_no_partition(tmp_path, monkeypatch):
     # under min ISR (third) moves at the min ISR config of 3 (27: t-0's ISR of 2 now under it)
     assert [(o, h) for o, _, h in m.health_changes] == [
         (8, (0, 0, 0, 1, 0)), (11, (0, 0, 1, 2, 0)), (27, (0, 0, 2, 2, 0)), (28, (0, 0, 1, 1, 0)), (34, (0, 0, 0, 0, 0)),
-        (40, (0, 0, 0, 1, 0)), (44, (0, 2, 0, 1, 0)), (45, (0, 1, 0, 1, 0))]  # 44: broker 2 fenced, leading t-1 and t-2
-    assert {b: [(e.offset, e.kind) for e in lane.events] for b, lane in m.brokers.items() if b in (2, 4)} == {
-        2: [(1, "active"), (39, "shutdown"), (44, "fenced")], 4: [(38, "fenced"), (42, "absent")]}
+        (40, (0, 0, 0, 1, 0)), (44, (0, 2, 0, 1, 0)), (45, (0, 1, 0, 1, 0)),  # 44: broker 2 fenced, leading t-1, t-2
+        (48, (0, 2, 0, 1, 0)), (50, (0, 1, 0, 1, 0)), (52, (0, 0, 0, 1, 0))]  # t-0 led by fenced 3; 3 unfenced; t-1 by 3
+    assert {b: [(e.offset, e.kind) for e in lane.events] for b, lane in m.brokers.items() if b > 1} == {
+        2: [(1, "active"), (39, "shutdown"), (44, "fenced")], 3: [(2, "active"), (47, "fenced"), (50, "active"), (54, "fenced")],
+        4: [(38, "fenced"), (42, "absent")]}
     assert list(m.problems)[-1] == ("offset 41 BROKER_REGISTRATION_CHANGE_RECORD: BrokerRegistrationChangeRecord for "
                                     "broker 2 carries epoch 99, but the registration has epoch 12")
     assert [e.detail for e in m.controller_events] == ["registered, incarnation AAAAAAAAAAAAAAAAAAAABQ"]

@@ -101,8 +101,9 @@ _ASIDE_TYPES = ("CONFIG_RECORD", "CLIENT_QUOTA_RECORD", "ACCESS_CONTROL_ENTRY_RE
                 "REMOVE_DELEGATION_TOKEN_RECORD", "PRODUCER_IDS_RECORD", "REGISTER_CONTROLLER_RECORD")
 _ASIDE = 3  # the first aside's code in ``add_records``' kinds, one per type
 _ASIDE_CODES = {name: _ASIDE + i for i, name in enumerate(_ASIDE_TYPES)}
-#: Broker records a fold carries as asides when they leave their broker as available to lead as it was
-#: (``_past_brokers``: registered and unfenced, or not), so that no partition's health moves at them.
+#: Broker records a fold carries as asides when no partition's health moves at them or reads them before
+#: (``_past_brokers``): they leave their broker as available to lead as it was (registered and unfenced, or
+#: not), or it leads no partition up to them in the stretch.
 _BROKER_CODES = {name: _ASIDE + len(_ASIDE_TYPES) + i for i, name in enumerate(Brokers().handlers())}
 
 
@@ -297,7 +298,7 @@ class _Walker:
         a, n = 0, len(run)
         stops: dict[int, np.ndarray] = {}
         while a < n:
-            z, held = self._stretch(run, a, kind, key, stops)
+            z, held = self._stretch(run, a, kind, key, leader, stops)
             if z > a:
                 self._fold(run, a, z, kind[a:z], key[a:z], leader[a:z], isr[a:z], held)
                 a = z
@@ -368,7 +369,8 @@ class _Walker:
             self.isr_sizes = np.append(self.isr_sizes, [len(i) for i in self.isrs[len(self.isr_sizes):]]).astype(np.int64)
         return self.isr_sizes
 
-    def _stretch(self, run: Block, a: int, kind: np.ndarray, key: np.ndarray, stops: dict[int, np.ndarray]
+    def _stretch(self, run: Block, a: int, kind: np.ndarray, key: np.ndarray, leader: np.ndarray,
+                 stops: dict[int, np.ndarray]
                  ) -> tuple[int, np.ndarray | None]:
         """The records from ``a`` up to the first one a fold cannot take (``a``: none), and the partitions
         they change, held (``_hold``). ``stops``: by epoch, where the run has records no fold takes below it."""
@@ -378,7 +380,7 @@ class _Walker:
         stop = stops.get(epoch)
         if stop is None:
             stop = stops[epoch] = np.append(np.flatnonzero((kind == _OTHER) | (run.epochs > epoch)), len(kind))
-        z = self._past_brokers(run, int(stop[np.searchsorted(stop, a)]), stop, kind)
+        z = self._past_brokers(run, a, int(stop[np.searchsorted(stop, a)]), stop, kind, leader)
         if z == a:  # a record no fold takes (most calls: one per such record)
             return a, None
         while True:
@@ -392,10 +394,14 @@ class _Walker:
             if held is not None:
                 return z, held
 
-    def _past_brokers(self, run: Block, z: int, stop: np.ndarray, kind: np.ndarray) -> int:
-        """The stretch's end moved past the broker records at its end that leave their broker as available to
-        lead as it was, each marked in ``kind`` as an aside: told by replaying them in turn on copies of their
-        registrations (``state.brokers``' own handlers); any that fails to replay ends the stretch."""
+    def _past_brokers(self, run: Block, a: int, z: int, stop: np.ndarray, kind: np.ndarray, leader: np.ndarray
+                      ) -> int:
+        """The stretch from ``a`` ended at ``z`` moved past the broker records there that leave their broker as
+        available to lead as it was (told by replaying them in turn on copies of their registrations,
+        ``state.brokers``' own handlers), or whose broker leads no partition from ``a`` up to them (none held or
+        written back, none made its leader by a change before them), each marked in ``kind`` as an aside: the
+        flags the fold gives before them do not read the broker, and those after read it as they leave it. Any
+        that fails to replay ends the stretch."""
         scratch: Brokers | None = None
         while z < len(kind) and run.epochs[z] <= self.epoch.epoch:
             rec = run.decoded[run.kv[z]]
@@ -411,11 +417,20 @@ class _Walker:
                 scratch.handlers()[rec.type](rec.data)
             except Exception:  # noqa: BLE001 - refused or malformed: ``add`` takes it
                 break
-            if _unavailable(scratch.registrations.get(bid)) != was:
+            if _unavailable(scratch.registrations.get(bid)) != was and self._may_lead(bid, leader[a:z][kind[a:z] == _CHANGE]):
                 break
             kind[z] = code
             z = int(stop[np.searchsorted(stop, z + 1)])
         return z
+
+    def _may_lead(self, broker: int, elected: np.ndarray) -> bool:
+        """Whether the broker leads a partition now (held or written back) or is among the ``elected`` leaders."""
+        if (elected == broker).any():
+            return True
+        held = self.held
+        if any(self.key_codes.get(k) not in held for k in self.led.get(broker, ())):
+            return True
+        return bool((self.cols[self.code_of >= 0, _LEADER] == broker).any())
 
     def _unwidened(self, timestamps: np.ndarray, a: int, z: int) -> int:
         """The end of the records from ``a`` (before ``z``) that fit the buckets as they are: the first
