@@ -92,3 +92,29 @@ def test_capped_keeps_head_and_tail():
     for i in range(10):
         c.append(i)
     assert (list(c), c.total, c.omitted) == ([0, 1, 8, 9], 10, 6)
+
+
+def test_capped_makes_only_the_items_it_keeps():
+    made = []
+
+    def items(base: int):
+        def make(lo: int, hi: int) -> list[int]:
+            made.extend(range(base + lo, base + hi))
+            return list(range(base + lo, base + hi))
+        return make
+
+    c = Capped(6)
+    c.add_many(2, items(0))
+    c.add_many(4, items(2))
+    c.append(6)
+    c.add_many(5, items(7))
+    c.add_many(1, items(12))
+    assert made == [0, 1, 2]  # the head; the tail's are made when read, those it keeps only
+    assert (list(c), c.total, c.omitted, len(c._waiting)) == ([0, 1, 2, 10, 11, 12], 13, 7, 0)
+    assert made == [0, 1, 2, 10, 11, 12]
+    one_by_one = Capped(6)
+    for i in range(13):
+        one_by_one.append(i)
+    assert list(one_by_one) == list(c)
+    c.append(13)
+    assert list(c) == [0, 1, 2, 11, 12, 13]

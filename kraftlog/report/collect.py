@@ -33,13 +33,14 @@ from kraftlog.report.model import (
     next_width,
 )
 from kraftlog.report.partitions import TOP_PARTITIONS
+from kraftlog.schema import MetadataRecord
 from kraftlog.schema.entity import ACL_RESOURCE_TYPES
 from kraftlog.schema.redact import REDACTED, is_secret_config
 from kraftlog.state.acls import OPERATIONS, PERMISSION_TYPES
-from kraftlog.state.brokers import broker_state
+from kraftlog.state.brokers import Brokers, broker_state
 from kraftlog.state.configs import BROKER, TOPIC, resource_key
 from kraftlog.state.features import METADATA_VERSION, ZK_MIGRATION_STATES, metadata_version_name
-from kraftlog.state.image import ABORT, END, ClusterImage
+from kraftlog.state.image import ABORT, BEGIN, END, ClusterImage
 from kraftlog.state.quotas import entity_key, entity_of
 from kraftlog.state.rebuild import as_log, earliest_base, log_entries, starting_point
 from kraftlog.state.replay import rare_full_collections
@@ -67,7 +68,43 @@ _PARTITION_KINDS = frozenset({"PARTITION_RECORD", "PARTITION_CHANGE_RECORD"})
 _NO_FLAGS = (False,) * len(HEALTH)  # a partition that is not there
 _OTHER, _NOOP, _CHANGE = 0, 1, 2  # what a record of a ``Block`` is to ``add_records``
 _REGISTRY_MAX = 1 << 18  # partitions and ISRs named by number in folds, before the numbers start over
+#: A held partition's columns (``_Walker.cols``): its state's leader and ISR (by number), its track's, its
+#: replicas, ELR set, topic (by number), epochs, health flags, and the churn its track has not been told yet.
+(_LEADER, _ISR, _TRACK_LEADER, _TRACK_ISR, _REPLICAS, _ELR, _TOPIC, _LEADER_EPOCH, _PARTITION_EPOCH) = range(9)
+_FLAGS = slice(9, 9 + len(HEALTH))
+_CHURN = slice(_FLAGS.stop, _FLAGS.stop + 4)  # leader changes, shrinks, expands, unclean
+#: The partition's open cell, the one its last counted change went to, not yet in its track: bucket index (-1:
+#: none), then ``Cell``'s fields in order.
+_CELL = slice(_CHURN.stop, _CHURN.stop + 11)
+_NO_CELL = (-1,) + (0,) * (_CELL.stop - _CELL.start - 1)
+#: Records whose replay and effect read no partition's state, track or flags but through ``_recheck`` and
+#: ``_broker`` (which write back the held partitions they read): held partitions stay held across them. The
+#: transaction markers too: no fold runs while a transaction is open (``_stretch``), and each record it holds
+#: wrote back what it reads when it came (``add``), so what End applies finds nothing held.
+_READS_NO_PARTITION = frozenset({BEGIN, END, ABORT,
+    NO_OP, "CONFIG_RECORD", "REGISTER_BROKER_RECORD", "UNREGISTER_BROKER_RECORD", "FENCE_BROKER_RECORD",
+    "UNFENCE_BROKER_RECORD", "BROKER_REGISTRATION_CHANGE_RECORD", "REGISTER_CONTROLLER_RECORD",
+    "ACCESS_CONTROL_ENTRY_RECORD", "REMOVE_ACCESS_CONTROL_ENTRY_RECORD", "CLIENT_QUOTA_RECORD",
+    "USER_SCRAM_CREDENTIAL_RECORD", "REMOVE_USER_SCRAM_CREDENTIAL_RECORD", "DELEGATION_TOKEN_RECORD",
+    "REMOVE_DELEGATION_TOKEN_RECORD", "FEATURE_LEVEL_RECORD", "ZK_MIGRATION_STATE_RECORD", "PRODUCER_IDS_RECORD",
+    "LEADER_CHANGE", "KRAFT_VOTERS", "KRAFT_VERSION"})
+_TOPIC_KINDS = frozenset({"TOPIC_RECORD", "REMOVE_TOPIC_RECORD"})  # they replace or drop a topic's partitions
+#: Records that leave what ``min_isr`` reads (configs, topic names, the epoch's leader) as it was: the min ISRs
+#: known stay known across them (any other record forgets them).
+_KEEPS_MIN_ISR = _PARTITION_KINDS | (_READS_NO_PARTITION - {"CONFIG_RECORD", END, "LEADER_CHANGE"})
 _SEEN_MAX = 1 << 14  # decoded records whose kind is remembered across walks
+#: Records a fold carries in log order, each through ``_apply`` as ``add`` takes it, counted with the stretch's
+#: others: they read and move no partition, broker, epoch leader or min ISR (a config only when not of
+#: min.insync.replicas), so the stretch's changes fold the same around them. All of them read no partition.
+_ASIDE_TYPES = ("CONFIG_RECORD", "CLIENT_QUOTA_RECORD", "ACCESS_CONTROL_ENTRY_RECORD", "REMOVE_ACCESS_CONTROL_ENTRY_RECORD",
+                "USER_SCRAM_CREDENTIAL_RECORD", "REMOVE_USER_SCRAM_CREDENTIAL_RECORD", "DELEGATION_TOKEN_RECORD",
+                "REMOVE_DELEGATION_TOKEN_RECORD", "PRODUCER_IDS_RECORD", "REGISTER_CONTROLLER_RECORD")
+_ASIDE = 3  # the first aside's code in ``add_records``' kinds, one per type
+_ASIDE_CODES = {name: _ASIDE + i for i, name in enumerate(_ASIDE_TYPES)}
+#: Broker records a fold carries as asides when no partition's health moves at them or reads them before
+#: (``_past_brokers``): they leave their broker as available to lead as it was (registered and unfenced, or
+#: not), or it leads no partition up to them in the stretch.
+_BROKER_CODES = {name: _ASIDE + len(_ASIDE_TYPES) + i for i, name in enumerate(Brokers().handlers())}
 
 
 def collect(source: NodeDir | Log, *, limits: Limits = Limits(), max_buckets: int = MAX_BUCKETS,
@@ -123,9 +160,13 @@ class _Walker:
         self.entry: Entry | None = None  # the record being added, and its bucket
         self.entry_bucket: Bucket | None = None
         self.min_isrs: dict[str, int] = {}  # topic id -> min ISR, until a record that may move it
+        self.min_isr_era = 0  # one more each time ``min_isrs`` is forgotten
+        self.topic_min_isr = np.zeros((0, 2), np.int64)  # topic number -> min ISR and the era it is of
         self.values: list | None = None  # the walk whose values ``value_kinds`` describes
         self.value_kinds = np.zeros((0, 4), np.int64)  # per value of ``values``: kind, key, leader, ISR
-        self.kinds_seen: dict[int, tuple[Any, tuple]] = {}  # id of a decoded record -> (it, its row)
+        self.kinds_seen: dict[int, int] = {}  # id of a decoded record -> its row in ``kind_rows``
+        self.kinds_held: list = []  # the records ``kinds_seen`` names, held so that their ids are not reused
+        self.kind_rows = np.zeros((0, 4), np.int64)  # kind, key, leader, ISR (``_kind``) of each
         self.key_codes: dict[tuple[str, int], int] = {}  # partition -> its number in folds
         self.keys: list[tuple[str, int]] = []
         self.isr_codes: dict[tuple[int, ...], int] = {}  # ISR -> its number in folds
@@ -133,6 +174,18 @@ class _Walker:
         self.isr_sizes = np.zeros(0, np.int64)
         self.isr_moves: dict[tuple[int, int], tuple[bool, bool]] = {}  # (old, new ISR) -> shrank, grew
         self.skipped: set[int] = set()  # partitions a fold cannot take until the next record added
+        # Partitions a fold changed hold their state in ``cols`` (by number) until a record that reads it
+        # comes (``_release``): the image's state, the track's leader, ISR and churn, ``health`` and
+        # ``leader_of`` are written back then, not after each stretch.
+        # ``cols`` has a row (slot) per partition held at once, not per partition named: a log's topic churn
+        # does not grow it.
+        self.cols = np.zeros((0, _CELL.stop), np.int64)
+        self.slot_of = np.zeros(0, np.int64)  # partition number -> its row in ``cols`` (-1: not held)
+        self.code_of = np.zeros(0, np.int64)  # row of ``cols`` -> the partition held there (-1: free)
+        self.free: list[int] = []
+        self.held: dict[int, tuple] = {}  # number -> (key, its topic's partitions, its state when held, track)
+        self.topic_codes: dict[str, int] = {}  # topic id -> its number in ``cols``
+        self.topic_ids: list[str] = []
         model.start_topics = len(self.topic_names)
         model.start_metadata_version = image.features.levels.get(METADATA_VERSION)
         for tid, topic in image.topics.by_id.items():
@@ -188,6 +241,8 @@ class _Walker:
             self._count(e.timestamp, e.offset, NO_OP)
             return
         kind = rec.type
+        if self.held:
+            self._release_read_by(rec, kind)
         model.records += 1
         model.type_totals[kind] += 1
         if model.first_offset is None:
@@ -197,14 +252,14 @@ class _Walker:
         if self.epoch is None or e.epoch > self.epoch.epoch:
             self.epoch = Epoch(e.epoch, e.offset, e.timestamp)
             model.epochs.append(self.epoch)
-            self.min_isrs.clear()  # the new epoch's leader is not known yet
+            self._forget_min_isrs()  # the new epoch's leader is not known yet
         image = self.image
         if kind in _PARTITION_KINDS and image.transaction is None and rec.error is None:
             image.apply(rec, e.offset, e.timestamp, e.epoch)  # the general way below, in fewer steps
             self._partition(e, rec.data, None)
         else:
-            if kind not in _PARTITION_KINDS:
-                self.min_isrs.clear()  # any other record may move a config min ISR comes from
+            if kind not in _KEEPS_MIN_ISR or rec.error is not None:
+                self._forget_min_isrs()  # it may move a config min ISR comes from
             self._apply(e, kind)
         if self.health_moved:
             self._health_moved(e)
@@ -241,10 +296,11 @@ class _Walker:
         folded at once (``_fold``); any other record goes through ``add``."""
         kind, key, leader, isr = self._kinds(run)
         a, n = 0, len(run)
+        stops: dict[int, np.ndarray] = {}
         while a < n:
-            z, seeds = self._stretch(run, a, kind, key)
+            z, held = self._stretch(run, a, kind, key, leader, stops)
             if z > a:
-                self._fold(run, a, z, kind[a:z], key[a:z], leader[a:z], isr[a:z], seeds)
+                self._fold(run, a, z, kind[a:z], key[a:z], leader[a:z], isr[a:z], held)
                 a = z
                 continue
             self.add(run.entry(a))
@@ -255,21 +311,31 @@ class _Walker:
         """Per record: its kind, and for a PartitionChangeRecord the fold takes, its partition's number,
         its leader (-2: unchanged) and its ISR's number (-1: unchanged); each value of a walk told once."""
         if run.decoded is not self.values:
-            if len(self.keys) > _REGISTRY_MAX or len(self.isrs) > _REGISTRY_MAX:
+            if len(self.keys) > _REGISTRY_MAX or len(self.isrs) > _REGISTRY_MAX or len(self.topic_ids) > _REGISTRY_MAX:
+                self._release_all()
                 self.key_codes, self.keys, self.isr_codes, self.isrs, self.isr_moves = {}, [], {}, [], {}
+                self.topic_codes, self.topic_ids = {}, []
+                self.topic_min_isr = np.zeros((0, 2), np.int64)
                 self.isr_sizes = np.zeros(0, np.int64)
-                self.kinds_seen.clear()
                 self.skipped.clear()
-            if len(self.kinds_seen) > _SEEN_MAX:
-                self.kinds_seen.clear()
-            seen, rows = self.kinds_seen, []
-            for v in run.decoded:  # a decoded record is shared across walks (``decode_metadata``'s cache)
-                held = seen.get(id(v))  # the record is held with its row: its id is not reused meanwhile
-                if held is None:
-                    held = seen[id(v)] = (v, self._kind(v))
-                rows.append(held[1])
-            self.values = run.decoded
-            self.value_kinds = np.asarray(rows, np.int64).reshape(-1, 4)
+                self.kinds_seen = {}
+            if not self.kinds_seen or len(self.kinds_seen) > _SEEN_MAX:
+                self.kinds_seen, self.kinds_held, self.kind_rows = {}, [], np.zeros((0, 4), np.int64)
+            seen, decoded = self.kinds_seen, run.decoded  # a decoded record is shared across walks
+            numbers = list(map(seen.get, map(id, decoded)))  # (``decode_metadata``'s cache)
+            if None in numbers:
+                rows = []
+                for i in [i for i, n in enumerate(numbers) if n is None]:
+                    v = decoded[i]
+                    n = seen.get(id(v))  # a record twice in the walk
+                    if n is None:
+                        n = seen[id(v)] = len(self.kinds_held)
+                        self.kinds_held.append(v)
+                        rows.append(self._kind(v))
+                    numbers[i] = n
+                self.kind_rows = np.concatenate([self.kind_rows, np.asarray(rows, np.int64).reshape(-1, 4)])
+            self.values = decoded
+            self.value_kinds = self.kind_rows[np.asarray(numbers, np.int64)]
         table = self.value_kinds[run.kv]
         return table[:, 0], table[:, 1], table[:, 2], table[:, 3]
 
@@ -278,6 +344,8 @@ class _Walker:
             return _OTHER, -1, 0, -1
         if FAST_NOOPS and is_no_op(rec):
             return _NOOP, -1, 0, -1
+        if type(rec) is MetadataRecord and rec.error is None and (aside := _ASIDE_CODES.get(rec.type)) is not None:
+            return (aside if rec.type != "CONFIG_RECORD" or rec.data.get("name") != MIN_ISR else _OTHER), -1, 0, -1
         change = change_of(rec)
         if change is None:
             return _OTHER, -1, 0, -1
@@ -298,25 +366,71 @@ class _Walker:
     def _isr_sizes(self) -> np.ndarray:
         """The size of each numbered ISR."""
         if len(self.isr_sizes) < len(self.isrs):
-            self.isr_sizes = np.asarray([len(i) for i in self.isrs], np.int64)
+            self.isr_sizes = np.append(self.isr_sizes, [len(i) for i in self.isrs[len(self.isr_sizes):]]).astype(np.int64)
         return self.isr_sizes
 
-    def _stretch(self, run: Block, a: int, kind: np.ndarray, key: np.ndarray) -> tuple[int, tuple | None]:
-        """The records from ``a`` up to the first one a fold cannot take (``a``: none), and what the fold
-        starts from for each partition they change."""
+    def _stretch(self, run: Block, a: int, kind: np.ndarray, key: np.ndarray, leader: np.ndarray,
+                 stops: dict[int, np.ndarray]
+                 ) -> tuple[int, np.ndarray | None]:
+        """The records from ``a`` up to the first one a fold cannot take (``a``: none), and the partitions
+        they change, held (``_hold``). ``stops``: by epoch, where the run has records no fold takes below it."""
         if self.epoch is None or self.image.transaction is not None:
             return a, None
-        ok = (kind[a:] != _OTHER) & (run.epochs[a:] <= self.epoch.epoch)
+        epoch = self.epoch.epoch
+        stop = stops.get(epoch)
+        if stop is None:
+            stop = stops[epoch] = np.append(np.flatnonzero((kind == _OTHER) | (run.epochs > epoch)), len(kind))
+        z = self._past_brokers(run, a, int(stop[np.searchsorted(stop, a)]), stop, kind, leader)
+        if z == a:  # a record no fold takes (most calls: one per such record)
+            return a, None
         while True:
             if self.skipped:
-                ok &= ~np.isin(key[a:], list(self.skipped))
-            z = a + (len(ok) if ok.all() else int(np.argmin(ok)))
+                ok = ~np.isin(key[a:z], list(self.skipped))
+                z = z if ok.all() else a + int(np.argmin(ok))
             z = self._unwidened(run.timestamps, a, z)
             if z == a:
                 return a, None
-            seeds = self._seeds(key[a:z][kind[a:z] == _CHANGE])
-            if seeds is not None:
-                return z, seeds
+            held = self._hold(key[a:z][kind[a:z] == _CHANGE])
+            if held is not None:
+                return z, held
+
+    def _past_brokers(self, run: Block, a: int, z: int, stop: np.ndarray, kind: np.ndarray, leader: np.ndarray
+                      ) -> int:
+        """The stretch from ``a`` ended at ``z`` moved past the broker records there that leave their broker as
+        available to lead as it was (told by replaying them in turn on copies of their registrations,
+        ``state.brokers``' own handlers), or whose broker leads no partition from ``a`` up to them (none held or
+        written back, none made its leader by a change before them), each marked in ``kind`` as an aside: the
+        flags the fold gives before them do not read the broker, and those after read it as they leave it. Any
+        that fails to replay ends the stretch."""
+        scratch: Brokers | None = None
+        while z < len(kind) and run.epochs[z] <= self.epoch.epoch:
+            rec = run.decoded[run.kv[z]]
+            code = _BROKER_CODES.get(rec.type) if type(rec) is MetadataRecord and rec.error is None else None
+            if code is None:
+                break
+            if scratch is None:
+                scratch = Brokers()
+                scratch.registrations = {b: dict(r) for b, r in self.image.brokers.registrations.items()}
+            bid = rec.data.get("brokerId", rec.data.get("id"))
+            was = _unavailable(scratch.registrations.get(bid))  # (the handlers change a registration in place)
+            try:
+                scratch.handlers()[rec.type](rec.data)
+            except Exception:  # noqa: BLE001 - refused or malformed: ``add`` takes it
+                break
+            if _unavailable(scratch.registrations.get(bid)) != was and self._may_lead(bid, leader[a:z][kind[a:z] == _CHANGE]):
+                break
+            kind[z] = code
+            z = int(stop[np.searchsorted(stop, z + 1)])
+        return z
+
+    def _may_lead(self, broker: int, elected: np.ndarray) -> bool:
+        """Whether the broker leads a partition now (held or written back) or is among the ``elected`` leaders."""
+        if (elected == broker).any():
+            return True
+        held = self.held
+        if any(self.key_codes.get(k) not in held for k in self.led.get(broker, ())):
+            return True
+        return bool((self.cols[self.code_of >= 0, _LEADER] == broker).any())
 
     def _unwidened(self, timestamps: np.ndarray, a: int, z: int) -> int:
         """The end of the records from ``a`` (before ``z``) that fit the buckets as they are: the first
@@ -326,6 +440,9 @@ class _Walker:
         if not timed.any():
             return z
         slot = ts // self.model.width
+        if self.lo is not None and timed.all() and (
+                max(self.hi, int(slot.max())) - min(self.lo, int(slot.min())) < self.max_buckets):
+            return z  # most stretches: all within the span (what the running bounds below find then)
         first = int(slot[int(np.argmax(timed))])
         lo = np.minimum.accumulate(np.where(timed, slot, first))
         hi = np.maximum.accumulate(np.where(timed, slot, first))
@@ -334,16 +451,20 @@ class _Walker:
         wide = hi - lo >= self.max_buckets
         return a + int(np.argmax(wide)) if wide.any() else z
 
-    def _seeds(self, keys: np.ndarray) -> tuple[list, np.ndarray] | None:
-        """Per partition the records change (by number, ascending): (number, key, its topic's partitions,
-        its state, its track, its health flags), and as columns what the fold starts from (state's leader and
-        ISR, track's leader and ISR, replicas, ELR set, min ISR, epochs, flags); None (the partitions noted
-        in ``skipped``) when one has no state, track or flags, as ``_partition`` then takes another way."""
-        codes = np.unique(keys).tolist()
-        names, by_id, tracks, health = self.keys, self.image.topics.by_id, self.model.partitions, self.health
-        min_isrs, isr_codes = self.min_isrs, self.isr_codes
-        held, numbers = [], []
-        for code in codes:
+    def _hold(self, keys: np.ndarray) -> np.ndarray | None:
+        """The partitions the records change, by number ascending, each held in ``cols`` (those not yet held
+        read from the image, the track and ``health``); None (the partitions noted in ``skipped``) when one
+        has no state, track or flags, as ``_partition`` then takes another way."""
+        codes = _distinct(keys)
+        if len(self.slot_of) < len(self.keys):
+            self.slot_of = np.concatenate([self.slot_of, np.full(max(len(self.keys), 1024), -1, np.int64)])
+        new = codes[self.slot_of[codes] < 0].tolist()
+        if not new:
+            return codes
+        names, by_id, tracks, health, isr_codes = self.keys, self.image.topics.by_id, self.model.partitions, \
+            self.health, self.isr_codes
+        taken, rows = [], []
+        for code in new:
             key = names[code]
             tid = key[0]
             topic = by_id.get(tid)
@@ -357,19 +478,87 @@ class _Walker:
             isr = tuple(part["isr"])
             isr_code = isr_codes.get(isr)
             track_isr = isr_code if track.isr == isr else isr_codes.get(track.isr)
-            min_isr = min_isrs.get(tid)
-            held.append((code, key, partitions, part, track, old))
-            numbers.append((part["leader"], self._isr_code(isr) if isr_code is None else isr_code, track.leader,
-                            self._isr_code(track.isr) if track_isr is None else track_isr, len(part["replicas"]),
-                            bool(part["eligibleLeaderReplicas"]),
-                            self._topic_min_isr(tid) if min_isr is None else min_isr, part[LEADER_EPOCH],
-                            part[PARTITION_EPOCH], *old))
-        if len(held) < len(codes):
-            return None
-        return held, np.asarray(numbers, np.int64).reshape(len(held), 9 + len(HEALTH))
+            topic_code = self.topic_codes.get(tid)
+            if topic_code is None:
+                topic_code = self.topic_codes[tid] = len(self.topic_ids)
+                self.topic_ids.append(tid)
+            self.held[code] = (key, partitions, part, track)
+            taken.append(code)
+            rows.append((part["leader"], self._isr_code(isr) if isr_code is None else isr_code, track.leader,
+                         self._isr_code(track.isr) if track_isr is None else track_isr, len(part["replicas"]),
+                         bool(part["eligibleLeaderReplicas"]), topic_code, part[LEADER_EPOCH], part[PARTITION_EPOCH],
+                         *old, 0, 0, 0, 0, *_NO_CELL))
+        if taken:
+            while len(self.free) < len(taken):
+                grown = max(len(self.cols), 256)
+                self.free += range(len(self.cols) + grown - 1, len(self.cols) - 1, -1)
+                self.cols = np.concatenate([self.cols, np.zeros((grown, _CELL.stop), np.int64)])
+                self.code_of = np.concatenate([self.code_of, np.full(grown, -1, np.int64)])
+            slots = [self.free.pop() for _ in taken]
+            self.cols[slots] = rows
+            self.slot_of[taken] = slots
+            self.code_of[slots] = taken
+        return codes if len(taken) == len(new) else None
+
+    def _release(self, codes: list[int]) -> None:
+        """Write the held partitions back (the image's state, the track, ``leader_of`` and ``health``), as
+        ``_partition`` would have left them, and hold them no more."""
+        if not codes:
+            return
+        isrs, health, held, leader_of = self.isrs, self.health, self.held, self.leader_of
+        slots = self.slot_of[codes]
+        for code, row in zip(codes, self.cols[slots].tolist(), strict=True):
+            key, partitions, part, track = held.pop(code)
+            if row[_CELL.start] >= 0:
+                _put_cell(track, *row[_CELL])
+            leader = row[_LEADER]
+            if row[_PARTITION_EPOCH] != part[PARTITION_EPOCH]:  # every record the fold takes bumps it
+                new = dict(part)
+                new["leader"], new[LEADER_EPOCH], new[PARTITION_EPOCH] = leader, row[_LEADER_EPOCH], row[_PARTITION_EPOCH]
+                new["isr"] = list(isrs[row[_ISR]])
+                partitions[key[1]] = new
+            track.replicas = row[_REPLICAS]
+            track.leader, track.isr = row[_TRACK_LEADER], isrs[row[_TRACK_ISR]]
+            moved, shrank, grew, unclean = row[_CHURN]
+            track.leader_changes += moved
+            track.shrinks += shrank
+            track.expands += grew
+            track.unclean += unclean
+            if leader_of.get(key) != leader:
+                self._lead(key, leader)
+            health[key] = tuple(map(bool, row[_FLAGS]))
+        self.slot_of[codes] = self.code_of[slots] = -1
+        self.free += slots.tolist()
+
+    def _release_all(self) -> None:
+        self._release(list(self.held))
+
+    def _release_read_by(self, rec: Any, kind: str) -> None:
+        """Write back the held partitions ``rec``'s replay and effect may read: its own partition, its topic's,
+        none (``_READS_NO_PARTITION``), or all of them for any other record."""
+        if rec.error is None:
+            if kind in _READS_NO_PARTITION:
+                return
+            if type(rec) is MetadataRecord and kind in _PARTITION_KINDS:
+                self._release_keys([(rec.data.get("topicId"), rec.data.get("partitionId"))])
+                return
+            if type(rec) is MetadataRecord and kind in _TOPIC_KINDS:
+                topic_code = self.topic_codes.get(rec.data.get("topicId"))
+                if topic_code is not None:
+                    self._release_where(self.cols[:, _TOPIC] == topic_code)
+                return
+        self._release_all()
+
+    def _release_where(self, rows: np.ndarray) -> None:
+        """Write back the held partitions whose ``cols`` rows are marked."""
+        self._release(self.code_of[rows & (self.code_of >= 0)].tolist())
+
+    def _release_keys(self, keys) -> None:
+        codes, held = self.key_codes, self.held
+        self._release([c for k in keys if (c := codes.get(k)) is not None and c in held])
 
     def _fold(self, run: Block, a: int, z: int, kind: np.ndarray, key: np.ndarray, leader: np.ndarray,
-              isr: np.ndarray, seeds: tuple) -> None:
+              isr: np.ndarray, held: np.ndarray) -> None:
         """``add`` of records ``a``..``z`` of the run, NoOps and taken PartitionChangeRecords outside a
         transaction, below the epoch and within the buckets' span: the counts, the image, the tracks,
         cells, events and health they move, the same as record by record."""
@@ -383,10 +572,15 @@ class _Walker:
         model.untimed += n - int(timed.sum())
         slot = np.where(timed, ts // model.width, -1)
         buckets = self._fold_buckets(slot, kind, offsets)
-        image.pass_over_run(offsets, ts, epochs)  # outside a transaction (``_stretch``)
+        for i in np.flatnonzero(kind >= _ASIDE).tolist():  # in log order, each as ``add`` takes it
+            e = run.entry(a + i)
+            if e.record.type not in _KEEPS_MIN_ISR:
+                self._forget_min_isrs()
+            self._apply(e, e.record.type)
+        image.pass_over_run(offsets, ts, epochs)  # outside a transaction (``_stretch``); the last record's
         rows = np.flatnonzero(kind == _CHANGE)
         if len(rows):
-            self._fold_changes(rows, offsets, ts, slot, key[rows], leader[rows], isr[rows], seeds, buckets)
+            self._fold_changes(rows, offsets, ts, slot, key[rows], leader[rows], isr[rows], held, buckets)
 
     def _fold_buckets(self, slot: np.ndarray, kind: np.ndarray, offsets: np.ndarray) -> dict[int, Bucket]:
         """``_count`` of each timed record: its bucket's records, types and last offset (buckets made in
@@ -394,45 +588,57 @@ class _Walker:
         timed = np.flatnonzero(slot >= 0)
         if not len(timed):
             return {}
-        slots, first, inverse, counts = np.unique(slot[timed], return_index=True, return_inverse=True,
-                                                  return_counts=True)
-        inverse = inverse.ravel()
-        last = np.zeros(len(slots), np.int64)
-        np.maximum.at(last, inverse, timed)
-        out: dict[int, Bucket] = {}
-        buckets = self.model.buckets
-        for j in np.argsort(first, kind="stable").tolist():
-            idx = int(slots[j])
-            bucket = buckets.get(idx)
-            if bucket is None:
-                bucket = buckets[idx] = Bucket(int(offsets[timed[first[j]]]), 0)
-            bucket.records += int(counts[j])
-            bucket.last_offset = int(offsets[last[j]])
-            mine = timed[inverse == j]
-            _tally(bucket.types, kind[mine])
-            out[idx] = bucket
+        timed_slots = slot[timed]
+        if (timed_slots == timed_slots[0]).all():  # most stretches: one bucket
+            idx = int(timed_slots[0])
+            out = {idx: self._fold_bucket(idx, int(offsets[timed[0]]), len(timed), int(offsets[timed[-1]]),
+                                          kind[timed])}
+            slots = timed_slots[:1]
+        else:
+            slots, first, inverse, counts = np.unique(timed_slots, return_index=True, return_inverse=True,
+                                                      return_counts=True)
+            inverse = inverse.ravel()
+            last = np.zeros(len(slots), np.int64)
+            np.maximum.at(last, inverse, timed)
+            out = {}
+            for j in np.argsort(first, kind="stable").tolist():
+                idx = int(slots[j])
+                out[idx] = self._fold_bucket(idx, int(offsets[timed[first[j]]]), int(counts[j]), int(offsets[last[j]]),
+                                             kind[timed[inverse == j]])
         self.lo = int(slots[0]) if self.lo is None else min(self.lo, int(slots[0]))
         self.hi = int(slots[-1]) if self.hi is None else max(self.hi, int(slots[-1]))
         return out
 
+    def _fold_bucket(self, idx: int, first_offset: int, records: int, last_offset: int, kinds: np.ndarray) -> Bucket:
+        """``_count`` of a fold's records in bucket ``idx`` (made at the first one's offset if new)."""
+        bucket = self.model.buckets.get(idx)
+        if bucket is None:
+            bucket = self.model.buckets[idx] = Bucket(first_offset, 0)
+        bucket.records += records
+        bucket.last_offset = last_offset
+        _tally(bucket.types, kinds)
+        return bucket
+
     def _fold_changes(self, rows: np.ndarray, offsets: np.ndarray, ts: np.ndarray, slot: np.ndarray, key: np.ndarray,
-                      leader: np.ndarray, isr: np.ndarray, seeds: tuple, buckets: dict[int, Bucket]) -> None:
+                      leader: np.ndarray, isr: np.ndarray, held: np.ndarray, buckets: dict[int, Bucket]) -> None:
         """``image.apply`` and ``_partition`` of each PartitionChangeRecord at ``rows`` (positions in the
-        stretch), grouped by partition: each field carried forward from the partition's state in the
-        image (``merge_partition``), the track's leader and ISR before each record, its health flags after."""
+        stretch), grouped by partition (``held``: their numbers, ascending): each field carried forward from
+        the partition's state held in ``cols`` (``merge_partition``), the track's leader and ISR before each
+        record, its health flags after; ``cols`` left as the last record leaves the partition."""
         order = np.argsort(key, kind="stable")  # by partition, each in log order
         m = len(order)
         codes = key[order]
         head = np.ones(m, bool)
         head[1:] = codes[1:] != codes[:-1]
-        group = np.cumsum(head) - 1  # the partition's index in ``seeds``
+        group = np.cumsum(head) - 1  # the partition's index in ``held``
         starts = np.flatnonzero(head)
         ends = np.append(starts[1:], m) - 1
-        held, numbers = seeds
-        (seed_leader, seed_isr, track_leader, track_isr, replicas, elr, min_isr, leader_epoch,
-         partition_epoch) = numbers[:, :9].T
+        slots = self.slot_of[held]
+        numbers = self.cols[slots]
+        (seed_leader, seed_isr, track_leader, track_isr, replicas, elr, topic, leader_epoch,
+         partition_epoch) = numbers[:, :_FLAGS.start].T
         new_leader, leader_set = _carried(leader[order], NO_LEADER_CHANGE, head, group, seed_leader)
-        new_isr, isr_set = _carried(isr[order], -1, head, group, seed_isr)
+        new_isr, _ = _carried(isr[order], -1, head, group, seed_isr)
         was_leader = np.empty(m, np.int64)
         was_leader[1:] = new_leader[:-1]
         was_leader[starts] = track_leader
@@ -441,17 +647,10 @@ class _Walker:
         was_isr[starts] = track_isr
         # health flags after each record (``_set_health``), and before it
         sizes = self._isr_sizes()[new_isr]
-        registrations = self.image.brokers.registrations
-        leaders = np.unique(new_leader[new_leader >= 0]).tolist()
-        fenced = [registrations.get(b) is None or registrations[b]["fenced"] for b in leaders]
-        unavailable = np.zeros(m, bool)
-        if leaders:
-            unavailable[new_leader >= 0] = np.asarray(fenced, bool)[np.searchsorted(leaders, new_leader[new_leader >= 0])]
-        flags = np.stack([new_leader < 0, unavailable, sizes < min_isr[group], sizes < replicas[group],
-                          elr[group].astype(bool)], axis=1)
+        flags = self._flags(new_leader, sizes, topic[group], replicas[group], elr[group])
         before = np.empty_like(flags)
         before[1:] = flags[:-1]
-        before[starts] = numbers[:, 9:].astype(bool)
+        before[starts] = numbers[:, _FLAGS].astype(bool)
         delta = np.empty((m, len(HEALTH)), np.int64)
         delta[order] = flags.astype(np.int64) - before  # in log order
         # what the track sees (``_partition``)
@@ -463,67 +662,87 @@ class _Walker:
         bumps = np.cumsum(leader_set)
         epoch_after = bumps - (bumps - leader_set)[starts][group]  # leader epoch bumps up to each record
         fields = (moved, shrank, grew, unclean)
-        sums = [np.add.reduceat(f.astype(np.int64), starts).tolist() for f in fields]
-        lasts = zip(held, new_leader[ends].tolist(), new_isr[ends].tolist(), (epoch_after[ends] + leader_epoch).tolist(),
-                    (ends - starts + 1 + partition_epoch).tolist(), replicas.tolist(),
-                    *(np.logical_or.reduceat(x, starts).tolist() for x in (leader_set, isr_set, changed)),
-                    *sums, map(tuple, flags[ends].tolist()), strict=True)
-        isrs, health, leader_of = self.isrs, self.health, self.leader_of
-        for ((_, k, partitions, part, track, old), lead, isr_z, epoch_z, epoch_p, size, led_set, isr_given, moved_any,
-             *churn, final) in lasts:
-            new = dict(part)
-            if led_set:
-                new["leader"], new[LEADER_EPOCH] = lead, epoch_z
-            if isr_given:
-                new["isr"] = list(isrs[isr_z])
-            new[PARTITION_EPOCH] = epoch_p
-            partitions[k[1]] = new
-            track.replicas = size
-            if moved_any:
-                track.leader, track.isr = lead, isrs[isr_z]
-                track.leader_changes += churn[0]
-                track.shrinks += churn[1]
-                track.expands += churn[2]
-                track.unclean += churn[3]
-            if leader_of.get(k) != lead:
-                self._lead(k, lead)
-            if final != old:
-                health[k] = final
-        tracks = [h[4] for h in held]
+        cols = self.cols
+        cols[slots, _LEADER] = cols[slots, _TRACK_LEADER] = new_leader[ends]  # the track's too: as it was if
+        cols[slots, _ISR] = cols[slots, _TRACK_ISR] = new_isr[ends]  # no record moved it
+        cols[slots, _LEADER_EPOCH] = epoch_after[ends] + leader_epoch
+        cols[slots, _PARTITION_EPOCH] = ends - starts + 1 + partition_epoch
+        cols[slots, _FLAGS] = flags[ends]
+        cols[slots, _CHURN] += np.add.reduceat(np.stack(fields, axis=1).astype(np.int64), starts)
         at = rows[order]  # sorted row -> its place in the stretch
-        self._fold_events(at, moved, was_leader, new_leader,
-                          leader_epoch[group] + epoch_after, unclean,
-                          offsets, ts, [t.name for t in tracks], group, [h[0] for h in held])
-        self._fold_cells(at, changed & (slot[at] >= 0), group, slot, offsets, ts, sizes, new_leader, fields, tracks,
-                         buckets)
+        codes = held.tolist()
+        self._fold_events(at, moved, was_leader, new_leader, leader_epoch[group] + epoch_after, unclean, offsets, ts,
+                          group, codes)
+        self._fold_cells(at, changed & (slot[at] >= 0), group, slot, offsets, ts, sizes, new_leader, fields, codes,
+                         held, buckets)
         self._fold_health(rows, delta, offsets, ts, slot, buckets)
 
-    def _fold_events(self, at, moved, was, leader, epoch, unclean, offsets, ts, names, group, codes) -> None:
-        """The leader changes as ``_partition`` notes them, in log order (only those the model keeps made)."""
+    def _flags(self, leader: np.ndarray, sizes: np.ndarray, topic: np.ndarray, replicas: np.ndarray,
+               elr: np.ndarray) -> np.ndarray:
+        """``_set_health``'s flags (a row of HEALTH each) of partitions given as columns: leader, ISR size,
+        topic (by number), replicas and whether an ELR is set."""
+        live = leader >= 0
+        unavailable = np.zeros(len(leader), bool)
+        leaders = _distinct(leader[live]).tolist()
+        if leaders:
+            registrations = self.image.brokers.registrations
+            fenced = [_unavailable(registrations.get(b)) for b in leaders]
+            unavailable[live] = np.asarray(fenced, bool)[np.searchsorted(leaders, leader[live])]
+        known, era = self.topic_min_isr, self.min_isr_era
+        if len(known) < len(self.topic_ids):
+            known = self.topic_min_isr = np.concatenate([known, np.full((len(self.topic_ids), 2), -1, np.int64)])
+        stale = known[topic, 1] != era
+        if stale.any():
+            for t in _distinct(topic[stale]).tolist():
+                known[t] = self._topic_min_isr(self.topic_ids[t]), era
+        return np.stack([~live, unavailable, sizes < known[topic, 0], sizes < replicas, elr.astype(bool)], axis=1)
+
+    def _recheck_held(self, broker: int) -> None:
+        """``_recheck`` of the held partitions ``broker`` leads, in ``cols``."""
+        rows = np.flatnonzero((self.code_of >= 0) & (self.cols[:, _LEADER] == broker))
+        if not len(rows):
+            return
+        held = self.cols[rows]
+        flags = self._flags(held[:, _LEADER], self._isr_sizes()[held[:, _ISR]], held[:, _TOPIC], held[:, _REPLICAS],
+                            held[:, _ELR])
+        delta = flags.astype(np.int64) - held[:, _FLAGS]
+        if delta.any():
+            self.health_counts = tuple(map(operator.add, self.health_counts, delta.sum(axis=0).tolist()))
+            self.cols[rows, _FLAGS] = flags
+            self.health_moved = True
+
+    def _fold_events(self, at, moved, was, leader, epoch, unclean, offsets, ts, group, codes) -> None:
+        """The leader changes as ``_partition`` notes them, in log order (only those the model keeps made,
+        from copies of their own fields: ``Capped`` may make them later)."""
         moves = at[moved]
+        if not len(moves):
+            return
         order = np.argsort(moves)
         moves = moves[order]
-        picked = [x[moved][order] for x in (was, leader, epoch, unclean, group)]
-        keys = self.keys
+        picked = [x[moved][order] for x in (was, leader, epoch, unclean)]
+        g = group[moved][order]
+        mover, g = np.unique(g, return_inverse=True)
+        named = [(self.held[c][3], self.keys[c]) for c in (codes[x] for x in mover.tolist())]  # track, key
+        picked += [offsets[moves], ts[moves], g.ravel()]
 
         def events(lo: int, hi: int) -> list[Event]:
-            i = moves[lo:hi]
-            return [Event(o, t, "leader", names[g], f"leader {old} -> {new}, leader epoch {le}"
-                          f"{' UNCLEAN (not in the old ISR)' if bad else ''}", new, keys[codes[g]])
-                    for o, t, old, new, le, bad, g in zip(offsets[i].tolist(), ts[i].tolist(),
-                                                          *(x[lo:hi].tolist() for x in picked), strict=True)]
+            return [Event(o, t, "leader", named[x][0].name, f"leader {old} -> {new}, leader epoch {le}"
+                          f"{' UNCLEAN (not in the old ISR)' if bad else ''}", new, named[x][1])
+                    for old, new, le, bad, o, t, x in zip(*(y[lo:hi].tolist() for y in picked), strict=True)]
 
         self.model.leader_events.add_many(len(moves), events)
 
-    def _fold_cells(self, at, counted, group, slot, offsets, ts, sizes, leader, fields, tracks, buckets) -> None:
+    def _fold_cells(self, at, counted, group, slot, offsets, ts, sizes, leader, fields, codes, held_codes,
+                    buckets) -> None:
         """The churn of each record that moved its track, counted in its bucket and its cell (records of
-        one partition and bucket at once)."""
+        one partition and bucket at once): a partition's last cell is kept open in ``cols`` while its
+        changes stay in that bucket, so a cell is made once, not once per stretch."""
         sel = np.flatnonzero(counted)  # sorted rows, by partition then log order
         if not len(sel):
             return
         where = slot[at[sel]]
         moved, shrank, grew, _ = (f[sel].astype(np.int64) for f in fields)
-        for idx in np.unique(where).tolist():
+        for idx in _distinct(where).tolist():
             mine = where == idx
             bucket = buckets[idx]
             bucket.leader_changes += int(moved[mine].sum())
@@ -535,25 +754,45 @@ class _Walker:
         moved, shrank, grew = moved[order], shrank[order], grew[order]
         first = np.flatnonzero(np.concatenate([[True], (g[1:] != g[:-1]) | (where[1:] != where[:-1])]))
         last = np.append(first[1:], len(sel)) - 1
-        low = np.minimum.reduceat(sizes[sel], first)
-        sums = [np.add.reduceat(x, first) for x in (moved, shrank, grew)]
-        came = np.argsort(sel[first], kind="stable")  # a track's cells in the order they come
-        f, z = sel[first][came], sel[last][came]
-        cells = zip(g[first][came].tolist(), where[first][came].tolist(), offsets[at[f]].tolist(), ts[at[f]].tolist(),
-                    offsets[at[z]].tolist(), ts[at[z]].tolist(), sizes[z].tolist(), low[came].tolist(),
-                    leader[z].tolist(), *(x[came].tolist() for x in sums), strict=True)
-        for gi, idx, o_f, t_f, o_z, t_z, size_z, low_j, lead, moves, shrinks, expands in cells:
-            track = tracks[gi]
-            cell = track.cells.get(idx)
-            if cell is None:
-                track.cells[idx] = Cell(o_f, t_f, o_z, t_z, size_z, low_j, lead, moves, shrinks, expands)
-                continue
-            cell.last_offset, cell.last_time, cell.isr, cell.leader = o_z, t_z, size_z, lead
-            if low_j < cell.min_isr:
-                cell.min_isr = low_j
-            cell.leader_changes += moves
-            cell.shrinks += shrinks
-            cell.expands += expands
+        f, z = sel[first], sel[last]
+        g, where = g[first], where[first]
+        cells = np.stack([where, offsets[at[f]], ts[at[f]], offsets[at[z]], ts[at[z]], sizes[z],
+                          np.minimum.reduceat(sizes[sel], first), leader[z],
+                          *(np.add.reduceat(x, first) for x in (moved, shrank, grew))], axis=1)
+        held, cols, numbers = self.held, self.cols, held_codes[g]
+        slots = self.slot_of[numbers]
+        if ((g[1:] == g[:-1]) & (f[1:] < z[:-1])).any():  # a partition's buckets not one after another in time
+            self._close_cells(_distinct(numbers).tolist())
+            for gi, cell in zip(g[np.argsort(f, kind="stable")].tolist(), cells[np.argsort(f, kind="stable")].tolist(),
+                                strict=True):
+                _put_cell(held[codes[gi]][3], *cell)
+            return
+        # each partition's first cell here goes on with its open one if in the same bucket; the others before its
+        # last are put in its track (the open one first); the last stays open
+        head = np.concatenate([[True], g[1:] != g[:-1]])
+        tail = np.append(head[1:], True)
+        start = np.flatnonzero(head)
+        opened = cols[slots[start], _CELL.start]
+        same = opened == where[start]
+        on = start[same]
+        if len(on):
+            rows = slots[on]
+            cells[on, 1:3] = cols[rows, _CELL.start + 1:_CELL.start + 3]
+            cells[on, 6] = np.minimum(cells[on, 6], cols[rows, _CELL.start + 6])
+            cells[on, 8:] += cols[rows, _CELL.start + 8:_CELL.stop]
+        self._close_cells(numbers[start[(opened >= 0) & ~same]].tolist())
+        put = np.flatnonzero(~tail)
+        for code, cell in zip(numbers[put].tolist(), cells[put].tolist(), strict=True):
+            _put_cell(held[code][3], *cell)
+        cols[slots[tail], _CELL] = cells[tail]
+
+    def _close_cells(self, codes: list[int]) -> None:
+        """Put the open cells of these held partitions in their tracks."""
+        held, cols, slots = self.held, self.cols, self.slot_of[codes]
+        for code, cell in zip(codes, cols[slots, _CELL].tolist(), strict=True):
+            if cell[0] >= 0:
+                _put_cell(held[code][3], *cell)
+        cols[slots, _CELL.start] = -1
 
     def _fold_health(self, rows, delta, offsets, ts, slot, buckets) -> None:
         """``_health_moved`` after each record that moved a partition's flags, in log order."""
@@ -563,14 +802,14 @@ class _Walker:
             return
         self.health_counts = self.shown_health = tuple(counts[-1].tolist())
         at = rows[moved]
+        kept = (offsets[at], ts[at], counts[moved])  # copies: ``Capped`` may make the items later
 
         def changes(lo: int, hi: int) -> list[tuple[int, int, Health]]:
-            i = at[lo:hi]
-            return list(zip(offsets[i].tolist(), ts[i].tolist(), map(tuple, counts[moved[lo:hi]].tolist()), strict=True))
+            return list(zip(*(x[lo:hi].tolist() for x in kept[:2]), map(tuple, kept[2][lo:hi].tolist()), strict=True))
 
         self.model.health_changes.add_many(len(moved), changes)
         where = slot[at]
-        for idx in np.unique(where[where >= 0]).tolist():
+        for idx in _distinct(where[where >= 0]).tolist():
             mine = moved[where == idx]
             bucket = buckets[idx]
             peak = tuple(counts[mine].max(axis=0).tolist())
@@ -634,6 +873,7 @@ class _Walker:
     def _widen(self) -> None:
         """Merge buckets into wider ones until the span fits the cap."""
         model = self.model
+        self._close_cells(list(self.held))
         while self.hi - self.lo >= self.max_buckets:
             factor = next_width(model.width) // model.width
             model.width *= factor
@@ -789,11 +1029,7 @@ class _Walker:
             flags, leader = None, -1
         else:
             leader, isr = part["leader"], len(part["isr"])
-            if leader >= 0:
-                registration = self.image.brokers.registrations.get(leader)
-                unavailable = registration is None or registration["fenced"]
-            else:
-                unavailable = False
+            unavailable = leader >= 0 and _unavailable(self.image.brokers.registrations.get(leader))
             flags = (leader < 0, unavailable, isr < self._topic_min_isr(key[0]), isr < len(part["replicas"]),
                      bool(part["eligibleLeaderReplicas"]))
         self._lead(key, leader)
@@ -807,6 +1043,10 @@ class _Walker:
         else:
             self.health[key] = flags
         self.health_moved = True
+
+    def _forget_min_isrs(self) -> None:
+        self.min_isrs.clear()
+        self.min_isr_era += 1
 
     def _topic_min_isr(self, tid: str) -> int:
         min_isr = self.min_isrs.get(tid)
@@ -826,7 +1066,10 @@ class _Walker:
                 self.led.setdefault(leader, set()).add(key)
 
     def _recheck(self, keys) -> None:
-        for tid, pid in list(keys):
+        keys = list(keys)
+        if self.held:
+            self._release_keys(keys)
+        for tid, pid in keys:
             topic = self.image.topics.by_id.get(tid)
             part = topic["partitions"].get(pid) if topic else None
             self._set_health((tid, pid), part)
@@ -846,6 +1089,7 @@ class _Walker:
 
     def finish(self) -> None:
         """The partitions in each health state at the end of the log."""
+        self._release_all()
         for state in HEALTH:
             self.model.end_health[state] = []
         for (tid, pid), flags in sorted(self.health.items(), key=lambda kv: (self.topic_names.get(kv[0][0], ""), kv[0])):
@@ -867,7 +1111,11 @@ class _Walker:
         if lane is None:
             lane = self.model.brokers[bid] = BrokerLane("absent", Capped(LANE_EVENTS))
         registered = e.record.type == "REGISTER_BROKER_RECORD"
-        self._recheck(self.led.get(bid, ()))
+        led = self.led.get(bid, ())
+        if self.held:  # those it leads in ``cols``; those it led when written back last lead no more
+            self._recheck_held(bid)
+            led = [k for k in led if self.key_codes.get(k) not in self.held]
+        self._recheck(led)
         if state == self.broker_states.get(bid, lane.start_state) and not registered:
             return
         self.broker_states[bid] = state
@@ -950,18 +1198,45 @@ class _Walker:
                                                f"state {ZK_MIGRATION_STATES.get(state, state)}", state))
 
 
-_NAMES = {_NOOP: NO_OP, _CHANGE: CHANGE}
+_NAMES = {_NOOP: NO_OP, _CHANGE: CHANGE, **{code: name for name, code in (_ASIDE_CODES | _BROKER_CODES).items()}}
 
 
 def _tally(counter, kinds: np.ndarray) -> None:
-    """Count the NoOps and PartitionChangeRecords of ``kinds`` in ``counter``, a type first met first."""
-    met = []
-    for code, name in _NAMES.items():
-        at = np.flatnonzero(kinds == code)
-        if len(at):
-            met.append((int(at[0]), name, len(at)))
-    for _, name, n in sorted(met):
-        counter[name] += n
+    """Count the records of ``kinds`` (a fold's) in ``counter`` by type, a type first met first."""
+    if not len(kinds):
+        return
+    if int(kinds.max()) < _ASIDE:  # NoOps and changes only: most stretches
+        met = []
+        for code in (_NOOP, _CHANGE):
+            at = np.flatnonzero(kinds == code)
+            if len(at):
+                met.append((int(at[0]), _NAMES[code], len(at)))
+        for _, name, n in sorted(met):
+            counter[name] += n
+        return
+    codes, first, counts = np.unique(kinds, return_index=True, return_counts=True)
+    for j in np.argsort(first).tolist():
+        counter[_NAMES[int(codes[j])]] += int(counts[j])
+
+
+def _unavailable(registration: dict | None) -> bool:
+    """Whether a broker cannot lead (``_set_health``): not registered, or fenced."""
+    return registration is None or registration["fenced"]
+
+
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """``np.unique(values)`` of a small array, without its wrapper's cost (a few of these per stretch)."""
+    ordered = np.sort(values)
+    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))] if len(ordered) else ordered
+
+
+def _put_cell(track: PartitionTrack, idx: int, *cell: int) -> None:
+    """A cell of changes in bucket ``idx`` into the track: made, or merged into the one there (in time order)."""
+    made = track.cells.get(idx)
+    if made is None:
+        track.cells[idx] = Cell(*cell)
+    else:
+        made.merge(Cell(*cell))
 
 
 def _carried(values: np.ndarray, unchanged: int, head: np.ndarray, group: np.ndarray, seed: np.ndarray

@@ -25,11 +25,17 @@ def next_width(width: int) -> int:
 
 
 class Capped(Generic[T]):
-    """The first and the last ``cap // 2`` items of a stream, and how many were left out between."""
+    """The first and the last ``cap // 2`` items of a stream, and how many were left out between.
+
+    Items given by ``add_many`` past the head are made only when the tail is read, and only those it
+    keeps then: a long stream's items mostly fall out of the tail before anyone reads it. What waits to be
+    made is at most the tail's length plus one call's items."""
 
     def __init__(self, cap: int) -> None:
         self.head: list[T] = []
-        self.tail: deque[T] = deque(maxlen=cap - cap // 2)
+        self._tail: deque[T] = deque(maxlen=cap - cap // 2)
+        self._waiting: deque[tuple[Callable[[int, int], list[T]], int, int]] = deque()  # after ``_tail``
+        self._waiting_n = 0
         self.half = cap // 2
         self.total = 0
 
@@ -37,18 +43,41 @@ class Capped(Generic[T]):
         self.total += 1
         if len(self.head) < self.half:
             self.head.append(item)
+        elif self._waiting:
+            self._wait(lambda lo, hi: [item], 0, 1)
         else:
-            self.tail.append(item)
+            self._tail.append(item)
 
     def add_many(self, n: int, make: Callable[[int, int], list[T]]) -> None:
-        """``append`` of ``n`` items, ``make(lo, hi)`` giving items ``lo``..``hi``: only those kept are made."""
+        """``append`` of ``n`` items, ``make(lo, hi)`` giving items ``lo``..``hi``: only those kept are made
+        (the tail's when it is read; ``make`` must give the same items then)."""
         room = min(max(self.half - len(self.head), 0), n)
         if room:
             self.head += make(0, room)
-        rest = max(room, n - (self.tail.maxlen or 0))
+        rest = max(room, n - (self._tail.maxlen or 0))
         if rest < n:
-            self.tail.extend(make(rest, n))
+            self._wait(make, rest, n)
         self.total += n
+
+    def _wait(self, make: Callable[[int, int], list[T]], lo: int, hi: int) -> None:
+        self._waiting.append((make, lo, hi))
+        self._waiting_n += hi - lo
+        keep = self._tail.maxlen or 0
+        if self._waiting_n >= keep:
+            self._tail.clear()  # the waiting items push all of it out
+            while self._waiting_n - (self._waiting[0][2] - self._waiting[0][1]) >= keep:
+                _, a, b = self._waiting.popleft()
+                self._waiting_n -= b - a
+
+    @property
+    def tail(self) -> deque[T]:
+        skip = max(self._waiting_n - (self._tail.maxlen or 0), 0)  # within the first waiting call's (``_wait``)
+        while self._waiting:
+            make, lo, hi = self._waiting.popleft()
+            self._tail.extend(make(lo + skip, hi))
+            skip = 0
+        self._waiting_n = 0
+        return self._tail
 
     def __iter__(self) -> Iterator[T]:
         yield from self.head
