@@ -139,7 +139,7 @@ _REPLACED = {name: m.state for name, m in PARTITION_CHANGE_RECORD.items() if m.r
 _SENTINELS = {name: (m.state, m.unchanged, m.bumps, m.state == "leaderRecoveryState")
               for name, m in PARTITION_CHANGE_RECORD.items() if m.rule == SENTINEL}
 _PASSED = frozenset(name for name, m in PARTITION_CHANGE_RECORD.items() if m.rule in (KEY, PLACEMENT))
-assert all(m.unchanged is None for m in PARTITION_CHANGE_RECORD.values() if m.rule == REPLACE)
+assert all(m.unchanged is None and m.bumps is None for m in PARTITION_CHANGE_RECORD.values() if m.rule == REPLACE)
 assert {*_REPLACED, *_SENTINELS, *_PASSED} == set(PARTITION_CHANGE_RECORD)
 
 
