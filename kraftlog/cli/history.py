@@ -1,6 +1,5 @@
 """``kraftlog history``: the ordered changes of one topic, partition, broker or config."""
 
-import itertools
 import json
 import sys
 from collections.abc import Iterable
@@ -28,10 +27,10 @@ _TXN = {"BEGIN_TRANSACTION_RECORD", "END_TRANSACTION_RECORD", "ABORT_TRANSACTION
 _TXN_KEYS = {BY_TYPE_NAME[name].api_key for name in _TXN}
 _BROKER_KEYS = {BY_TYPE_NAME[name].api_key for name in _BROKER_TYPES}
 _TOPIC, _CLEAR_ELR, _CONFIG = (BY_TYPE_NAME[name].api_key for name in ("TOPIC_RECORD", "CLEAR_ELR_RECORD", "CONFIG_RECORD"))
+#: The field ``_Matcher._match`` reads a record's topic id from, whatever its kind (``fields_of``): one name,
+#: so ``_Matcher.candidates`` reads it without telling the kinds apart.
+(_TOPIC_ID,) = {fields_of(m.api_key)["topic_id"] for m in BY_TYPE_NAME.values() if "topic_id" in fields_of(m.api_key)}
 _ANSWERS = 1 << 14  # records whose match is remembered (``_Matcher.__call__``)
-_SEEN = 1 << 16  # record values whose answer is remembered (``_Changes._walk_flags``)
-_NOT_METADATA = object()  # ``_Changes._walk_flags``' key of what is not a metadata record (never seen)
-_NO_VALUE = object()  # and of a metadata record without its value (``raw``): told apart each time
 _HELD = 256  # changes rendered together (``_render``)
 _KEPT = 1 << 12  # partition states whose text is kept (``_Texts._partition``)
 FAST_TEXT = True  # a topic's partitions' texts kept across changes (``_Texts``); off in tests, to compare
@@ -73,6 +72,11 @@ class _Matcher:
             self.config = (kind.upper(), name, key or None)
         self._answers: dict[int, tuple[MetadataRecord, bool]] = {}
         self._older: dict[int, tuple[MetadataRecord, bool]] = {}
+        #: The kinds ``_match`` may take whatever topic ids it follows, and the transaction markers ``after`` sees;
+        #: topics' records of other kinds are taken by topic id (``_TOPIC_ID``) alone.
+        told_by_name = {_CONFIG} if self.config else _BROKER_KEYS if self.broker is not None else {
+            _TOPIC, _CLEAR_ELR, _CONFIG}
+        self.kinds = frozenset(told_by_name | _TXN_KEYS)
 
     def __call__(self, rec: MetadataRecord) -> bool:
         """``_match``, remembered per record object: a log repeats its records' values, and a value is
@@ -95,9 +99,24 @@ class _Matcher:
         self._answers[id(rec)] = (rec, answer)  # the record held, so its id is not another's meanwhile
         return answer
 
-    def forget(self, topic_ids: set[str]) -> None:
-        """Back to following ``topic_ids``, with no answer remembered."""
-        self.topic_ids, self._answers, self._older = topic_ids, {}, {}
+    def candidates(self, decoded: list) -> np.ndarray:
+        """Whether each of a walk's records may be one ``_Changes.after`` must see: every record ``_match`` may
+        take and every transaction marker, and others (``_Changes.marked`` tells them apart in order). Told by
+        kind (``kinds``), and by the topic ids followed or to be followed: those of the topics of the name the walk
+        creates, followed from their ``TopicRecord`` on (so a record of such an id before it is a candidate too)."""
+        kinds, ids = self.kinds, set() if self.config or self.broker is not None else self.topic_ids
+        flags = self._candidates(decoded, kinds, ids)
+        created = {rec.data.get(_TOPIC_ID) for rec in map(decoded.__getitem__, np.flatnonzero(flags).tolist())
+                   if rec.api_key == _TOPIC and rec.error is None and rec.data.get("name") == self.topic} - ids
+        return flags if not created else self._candidates(decoded, kinds, ids | created)
+
+    @staticmethod
+    def _candidates(decoded: list, kinds: frozenset[int], ids: set[str]) -> np.ndarray:
+        if not ids:
+            return np.fromiter([type(rec) is MetadataRecord and rec.api_key in kinds for rec in decoded], bool,
+                               len(decoded))
+        return np.fromiter([type(rec) is MetadataRecord and (rec.api_key in kinds or rec.data.get(_TOPIC_ID) in ids)
+                            for rec in decoded], bool, len(decoded))
 
     def _match(self, rec: MetadataRecord) -> bool:
         """Told by api key (``rec.type``'s, without naming it)."""
@@ -194,9 +213,7 @@ class _Changes:
         self.texts = _Texts(args.format)
         self.pending: list[int] = []  # offsets of the changes shown inside the open transaction
         self.held: list[tuple] = []  # what is to be written, in order, not yet rendered
-        self._walk: tuple[list | None, np.ndarray | None] = (None, None)  # a walk's records, which ``after`` sees
-        self._sees: dict = {_NOT_METADATA: 0}  # ``_walk_flags``' answers by record value, for the topic ids ``_for``
-        self._for: set[str] = set()
+        self._walk: tuple[list | None, np.ndarray | None] = (None, None)  # a walk's records, its candidates
         self.shown = 0
 
     def take(self, e: Entry | Block) -> int:
@@ -215,48 +232,17 @@ class _Changes:
 
     def marked(self, block: Block) -> list[int]:
         """The records of ``block`` ``after`` must see (the others it passes over): the changes of the
-        entity, and the transaction markers. A walk's blocks share its records (``Block.decoded``), so they
-        are told apart once per walk (``_walk_flags``) and a block's marks are picked by its kv indices; unless
-        a topic id was added meanwhile (a topic of the name created in the walk): a record read before that
-        record may not match, so that walk's blocks are told record by record, in order (as ``FAST_MARKS``
-        off does)."""
+        entity, and the transaction markers, told apart in order (``_seen``). A walk's blocks share its records
+        (``Block.decoded``): those that may be such records (``_Matcher.candidates``) are picked once per walk,
+        and a block's are picked by its kv indices; the others are not told apart (as ``FAST_MARKS`` off does)."""
+        decoded = block.decoded
         if FAST_MARKS:
-            decoded = block.decoded
             if self._walk[0] is not decoded:
-                self._walk = (decoded, self._walk_flags(decoded))
-            flags = self._walk[1]
-            if flags is not None:
-                return np.flatnonzero(flags[block.kv] & block.active).tolist()
-        active = np.flatnonzero(block.active)
-        return self._seen(zip(active.tolist(), map(block.decoded.__getitem__, block.kv[active].tolist()),
-                              strict=True))
-
-    def _walk_flags(self, decoded: list) -> np.ndarray | None:
-        """Whether ``after`` must see each of a walk's records (None: a topic id was added meanwhile, and is
-        forgotten again). A log repeats its records' values, and a record is what its value decodes to: the
-        answers are remembered by value (``raw``; a record without one is told apart each time, anything not a
-        metadata record is never seen), ``_SEEN`` of them for the topic ids they were given for, and looked up
-        for the whole walk at once."""
-        match = self.match
-        if self._for != match.topic_ids:
-            self._sees, self._for = {_NOT_METADATA: 0}, set(match.topic_ids)
-        keys = [(rec.raw or _NO_VALUE) if type(rec) is MetadataRecord else _NOT_METADATA for rec in decoded]
-        flags = np.fromiter(map(self._sees.get, keys, itertools.repeat(-1)), np.int8, len(decoded))
-        missing = np.flatnonzero(flags < 0)
-        if not len(missing):
-            return flags > 0
-        missing_keys = list(map(keys.__getitem__, missing.tolist()))
-        answers = np.zeros(len(missing), np.int8)
-        answers[self._seen(enumerate(map(decoded.__getitem__, missing.tolist())))] = 1
-        if match.topic_ids != self._for:
-            match.forget(set(self._for))
-            return None
-        if len(self._sees) + len(missing) > _SEEN:
-            self._sees = {_NOT_METADATA: 0}
-        self._sees.update(zip(missing_keys, answers.tolist(), strict=True))
-        self._sees.pop(_NO_VALUE, None)
-        flags[missing] = answers
-        return flags > 0
+                self._walk = (decoded, self.match.candidates(decoded))
+            picked = np.flatnonzero(self._walk[1][block.kv] & block.active)
+        else:
+            picked = np.flatnonzero(block.active)
+        return self._seen(zip(picked.tolist(), map(decoded.__getitem__, block.kv[picked].tolist()), strict=True))
 
     def _seen(self, records: Iterable[tuple[int, Any]]) -> list[int]:
         """The indices of ``records`` (index, record) ``after`` must see, in order."""
