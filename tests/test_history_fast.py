@@ -255,3 +255,25 @@ def test_candidates_are_told_by_kind_and_by_the_topic_ids_followed_or_created_in
     assert _changes("other").match.candidates(recs).tolist() == [True, True, False, True, False, True, True]
     assert _changes(broker=1).match.candidates(recs).tolist() == [False, False, False, True, False, False, True]
     assert _changes(config="BROKER:1").match.candidates(recs).tolist() == [False] * 3 + [True, False, False, True]
+
+
+def test_a_change_row_gives_the_literal_text_its_record_kept_by_the_identity_of_what_is_shown():
+    from kraftlog.schema.redact import redact
+
+    change = _rec("PARTITION_CHANGE_RECORD", 1, partitionId=0, topicId=T, isr=[1])
+    texts = history._Texts("jsonl")
+    row = ('{"offset":5,"time":null,"epoch":2,"type":"PARTITION_CHANGE_RECORD","version":1,"data":{"partitionId":0,'
+           '"topicId":"AAAAAAAAAAAAAAAAAAAAAQ","isr":[1]},"after":{},"inTransaction":3}')
+    for _ in range(2):  # built, then kept
+        assert texts.row({"offset": 5, "time": None, "epoch": 2}, change, {"after": history._Text("{}"),
+                                                                           "inTransaction": 3}) == row
+    secret = _rec("CONFIG_RECORD", 0, resourceType=4, resourceName="1", name="ssl.keystore.password", value="s3cret")
+    spaced = history._Texts("text")
+    data = 'CONFIG_RECORD v0 {"resourceType":4,"resourceName":"1","name":"ssl.keystore.password","value":"%s"}'
+    for _ in range(2):
+        assert spaced.record(secret, redact(secret)) == data % "[redacted]"
+        assert spaced.record(secret, secret) == data % "s3cret"
+    assert [texts.time(1735689600123), texts.time(1735689600123), texts.time(-1)] == [
+        "2025-01-01T00:00:00.123Z"] * 2 + [None]
+    with pytest.raises(TypeError, match="members beside its own"):
+        texts.record(change, type("Odd", (), {"to_json": lambda self: {"offset": 1}})())

@@ -282,16 +282,14 @@ def _render(held: list[tuple], texts: "_Texts", out) -> None:
             lines.append(dumps({"offset": e.offset, "aborted": after}) if jsonl else
                          f"offset {e.offset}: transaction aborted; changes at offsets {after} never took effect")
             continue
-        when, after = iso_time(e.timestamp), texts.after(after)
+        when, after = texts.time(e.timestamp), texts.after(after)
         if jsonl:
-            head = {"offset": e.offset, "time": when, "epoch": e.epoch, **shown_rec.to_json()}
             tail = {"after": after} if txn is None else {"after": after, "inTransaction": txn}
-            lines.append(texts.extended(head, tail))
+            lines.append(texts.row({"offset": e.offset, "time": when, "epoch": e.epoch}, shown_rec, tail))
         else:
-            rec = e.record
             in_txn = f" (in transaction begun at {txn})" if txn is not None else ""
-            lines.append(f"offset {e.offset} {when} epoch {e.epoch}{in_txn} {rec.type} v{rec.version} "
-                         f"{dumps(shown_rec.to_json()['data'])}\n    after: {texts.encoded(after)}")
+            lines.append(f"offset {e.offset} {when} epoch {e.epoch}{in_txn} {texts.record(e.record, shown_rec)}"
+                         f"\n    after: {texts.encoded(after)}")
     if lines:
         out.write("\n".join(lines) + "\n")
     held.clear()
@@ -320,6 +318,51 @@ class _Texts:
         self._older: dict[int, tuple[dict, int, str]] = {}
         self._orders: dict[tuple, list[int]] = {}  # a topic's partition ids as held -> in ``key_order``
         self._frames: dict[str, str] = {}  # topic id -> its text without partitions, less the closing "}}"
+        self._records: dict[int, tuple[Any, Any, str]] = {}  # id(shown record) -> (it, the record, ``record``'s text)
+        self._older_records: dict[int, tuple[Any, Any, str]] = {}
+        self._times: dict[int, str | None] = {}  # ms -> ``iso_time``
+
+    def time(self, ms: int) -> str | None:
+        """``iso_time(ms)``: the changes of a batch share its time."""
+        if not self.fast:
+            return iso_time(ms)
+        when = self._times.get(ms, self)
+        if when is self:
+            if len(self._times) >= _KEPT:
+                self._times.clear()
+            when = self._times[ms] = iso_time(ms)
+        return when
+
+    def row(self, head: dict, shown: MetadataRecord, tail: dict) -> str:
+        """``extended({**head, **shown.to_json()}, tail)`` (jsonl), ``shown``'s part its kept ``record`` text."""
+        if not self.fast:
+            return self.extended({**head, **shown.to_json()}, tail)
+        return self.encode(head)[:-1] + self.item + self.record(shown, shown) + self.item + self._members(tail) + "}"
+
+    def record(self, rec, shown) -> str:
+        """The text of a change's record, kept by the identity of ``shown`` (``rec`` redacted, or ``rec``) in two
+        generations of ``_KEPT``: a log repeats its records' values (one record object each, ``decode_metadata``'s
+        cache). jsonl: ``shown.to_json()``'s members, for ``row``; text: the type and version of ``rec`` and
+        ``shown``'s data."""
+        if not self.fast:
+            return self._record(rec, shown)
+        seen = self._records.get(id(shown))
+        if seen is None or seen[0] is not shown or seen[1] is not rec:
+            seen = self._older_records.get(id(shown))
+            if seen is None or seen[0] is not shown or seen[1] is not rec:
+                seen = (shown, rec, self._record(rec, shown))
+            if len(self._records) >= _KEPT:
+                self._records, self._older_records = {}, self._records
+            self._records[id(shown)] = seen
+        return seen[2]
+
+    def _record(self, rec, shown) -> str:
+        if self.form != "jsonl":
+            return f"{rec.type} v{rec.version} {dumps(shown.to_json()['data'])}"
+        members = shown.to_json()
+        if not members or members.keys() & {"offset", "time", "epoch", "after", "inTransaction"}:
+            raise TypeError(f"history writes a record's members beside its own, not {list(members)!r}")
+        return self._members(members)
 
     def after(self, held):
         """What ``_Matcher.held`` gave, as ``_Matcher.rendered`` gives it, or a held topic as its text."""
