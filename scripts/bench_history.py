@@ -68,12 +68,17 @@ class _Collections:
 
 def one_pair(args, log, entries, sink, collections: _Collections) -> tuple[float, float, float, float, int]:
     """(CPU seconds of ``args.topic``'s history, of the absent topic's, of the changes alone (``direct``), of
-    the collections in those, changes shown)."""
+    the collections in those, changes shown). Both run as ``history`` runs them (``history.collected_apart``)."""
+    with history.collected_apart() as freeze:
+        return _pair(args, log, entries, sink, collections, freeze)
+
+
+def _pair(args, log, entries, sink, collections: _Collections, freeze) -> tuple[float, float, float, float, int]:
     sides = []
     for topic in (args.topic, ABSENT):
         a = argparse.Namespace(**{**vars(args), "topic": topic})
         image = starting_point(log, None, None, earliest_base(log), main.limits_of(a), ReadProblems())[0]
-        sides.append(history._Changes(a, image, history._Matcher(a, image), sink))
+        sides.append(history._Changes(a, image, history._Matcher(a, image), sink, freeze))
     clock = time.process_time
     direct = [0.0, 0.0]  # CPU, collections in it
 

@@ -277,3 +277,39 @@ def test_a_change_row_gives_the_literal_text_its_record_kept_by_the_identity_of_
         "2025-01-01T00:00:00.123Z"] * 2 + [None]
     with pytest.raises(TypeError, match="members beside its own"):
         texts.record(change, type("Odd", (), {"to_json": lambda self: {"offset": 1}})())
+
+
+def _freezes(path, monkeypatch) -> tuple[int, int, str]:
+    """(``gc.freeze`` calls during ``history --topic`` of the log's first topic, changes shown, objects frozen after)."""
+    import contextlib
+    import gc
+    import io
+
+    calls = []
+    freeze = gc.freeze
+    monkeypatch.setattr(gc, "freeze", lambda: calls.append(1) or freeze())
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            assert main(["history", str(path), "--topic", _topics(path)[0]]) == 0
+    finally:
+        monkeypatch.undo()
+    shown = int(err.getvalue().rsplit("kraftlog: ", 1)[1].split()[0])
+    return len(calls), shown, gc.get_freeze_count()
+
+
+def test_history_freezes_the_heap_at_each_change_and_thaws_it_at_the_end(quiet_log, monkeypatch):  # noqa: F811
+    calls, shown, frozen = _freezes(quiet_log, monkeypatch)
+    assert calls == shown > 10 and frozen == 0
+
+
+def test_history_leaves_what_something_else_froze_as_it_is(quiet_log, monkeypatch):  # noqa: F811
+    import gc
+
+    gc.freeze()
+    try:
+        before = gc.get_freeze_count()
+        calls, shown, frozen = _freezes(quiet_log, monkeypatch)
+        assert calls == 0 and shown > 10 and frozen >= before > 0
+    finally:
+        gc.unfreeze()

@@ -1,8 +1,10 @@
 """``kraftlog history``: the ordered changes of one topic, partition, broker or config."""
 
+import gc
 import json
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -194,22 +196,45 @@ def _changes(args, log, start: int, limits, problems: ReadProblems, image: Clust
     (changes shown, the last offset read). Changes are rendered in groups (``_render``), apart from the
     records read between them. A block of records (``files.records.Block``) is applied at once, ``after`` called
     at each change or transaction marker in it (``ClusterImage.apply_block``'s marks)."""
-    changes = _Changes(args, image, match, out)
     last = None
-    try:  # what was read before a failure is written, as it was before changes were held
-        for e in log_entries(log, start, limits, problems, args.apply_invalid, runs="blocks"):
-            last = changes.take(e)
-    finally:
-        changes.flush()
+    with collected_apart() as freeze:
+        changes = _Changes(args, image, match, out, freeze)
+        try:  # what was read before a failure is written, as it was before changes were held
+            for e in log_entries(log, start, limits, problems, args.apply_invalid, runs="blocks"):
+                last = changes.take(e)
+        finally:
+            changes.flush()
     return changes.shown, last
+
+
+@contextmanager
+def collected_apart() -> Iterator[Callable[[], None]]:
+    """What ``_Changes`` calls at each change: ``gc.freeze``, so that the garbage collector, when a change's
+    allocations set it off, visits what was allocated since the last change, not the states and records the
+    replay made meanwhile (it would, and more of them the larger the cluster: they are young, and a replay's
+    allocations and frees leave the collector's count where it was); everything frozen is thawed at the end.
+    Reference counting frees the replaced states, as before; only garbage in cycles made meanwhile waits for
+    the end (the replay makes none). Where something else froze objects, nothing is frozen (thawing would thaw
+    those too)."""
+    if gc.get_freeze_count():
+        yield _nothing
+        return
+    try:
+        yield gc.freeze
+    finally:
+        gc.unfreeze()
+
+
+def _nothing() -> None:
+    """In place of ``gc.freeze`` (``collected_apart``)."""
 
 
 class _Changes:
     """What ``history`` writes, decided record by record after the record is applied: a change of the
     entity, or an abort of the transaction changes were shown in."""
 
-    def __init__(self, args, image: ClusterImage, match: _Matcher, out) -> None:
-        self.redacted, self.image, self.match, self.out = not args.no_redact, image, match, out
+    def __init__(self, args, image: ClusterImage, match: _Matcher, out, freeze: Callable[[], None] = _nothing) -> None:
+        self.redacted, self.image, self.match, self.out, self.freeze = not args.no_redact, image, match, out, freeze
         self.texts = _Texts(args.format)
         self.pending: list[int] = []  # offsets of the changes shown inside the open transaction
         self.held: list[tuple] = []  # what is to be written, in order, not yet rendered
@@ -260,6 +285,7 @@ class _Changes:
             return
         if not isinstance(rec, MetadataRecord) or rec.error is not None or not self.match(rec):
             return
+        self.freeze()
         self.shown += 1
         txn = image.transaction
         if txn is not None:
