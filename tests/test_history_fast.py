@@ -313,3 +313,21 @@ def test_history_leaves_what_something_else_froze_as_it_is(quiet_log, monkeypatc
         assert calls == 0 and shown > 10 and frozen >= before > 0
     finally:
         gc.unfreeze()
+
+
+def test_a_record_text_is_kept_by_the_value_decoded_and_without_one_by_identity(monkeypatch):
+    from kraftlog.schema.records import _decode_metadata
+    from kraftlog.schema.redact import redact
+
+    texts, built = history._Texts("jsonl"), []
+    record = history._Texts._record
+    monkeypatch.setattr(history._Texts, "_record", lambda self, *a: built.append(a) or record(self, *a))
+    value = _rec("PARTITION_CHANGE_RECORD", 1, partitionId=0, topicId=T, isr=[1]).raw
+    once, again = _decode_metadata(value), _decode_metadata(value)  # two records of one value
+    assert once is not again
+    text = '"type":"PARTITION_CHANGE_RECORD","version":1,"data":{"partitionId":0,"topicId":"AAAAAAAAAAAAAAAAAAAAAQ","isr":[1]}'
+    assert texts.record(once, once) == texts.record(again, again) == text and len(built) == 1
+    secret = _rec("CONFIG_RECORD", 0, resourceType=4, resourceName="1", name="ssl.keystore.password", value="s3cret")
+    shown = redact(secret)
+    assert shown.raw == b"" and texts.record(secret, shown) == texts.record(secret, shown) and len(built) == 2
+    assert '"value":"[redacted]"' in texts.record(secret, redact(secret)) and len(built) == 3  # another copy

@@ -344,8 +344,8 @@ class _Texts:
         self._older: dict[int, tuple[dict, int, str]] = {}
         self._orders: dict[tuple, list[int]] = {}  # a topic's partition ids as held -> in ``key_order``
         self._frames: dict[str, str] = {}  # topic id -> its text without partitions, less the closing "}}"
-        self._records: dict[int, tuple[Any, Any, str]] = {}  # id(shown record) -> (it, the record, ``record``'s text)
-        self._older_records: dict[int, tuple[Any, Any, str]] = {}
+        self._records: dict[Any, tuple[Any, Any, str]] = {}  # value or ids -> (shown, record, ``record``'s text)
+        self._older_records: dict[Any, tuple[Any, Any, str]] = {}
         self._times: dict[int, str | None] = {}  # ms -> ``iso_time``
 
     def time(self, ms: int) -> str | None:
@@ -366,20 +366,23 @@ class _Texts:
         return self.encode(head)[:-1] + self.item + self.record(shown, shown) + self.item + self._members(tail) + "}"
 
     def record(self, rec, shown) -> str:
-        """The text of a change's record, kept by the identity of ``shown`` (``rec`` redacted, or ``rec``) in two
-        generations of ``_KEPT``: a log repeats its records' values (one record object each, ``decode_metadata``'s
-        cache). jsonl: ``shown.to_json()``'s members, for ``row``; text: the type and version of ``rec`` and
-        ``shown``'s data."""
+        """The text of a change's record, kept in two generations of ``_KEPT``: by the value the record was decoded
+        from (``raw``: a log repeats its values, and a value decodes to one record, whatever object holds it), or, for
+        a record without one (a redacted copy), by the identity of ``shown`` (``rec`` redacted) and ``rec``. jsonl:
+        ``shown.to_json()``'s members, for ``row``; text: the type and version of ``rec`` and ``shown``'s data."""
         if not self.fast:
             return self._record(rec, shown)
-        seen = self._records.get(id(shown))
-        if seen is None or seen[0] is not shown or seen[1] is not rec:
-            seen = self._older_records.get(id(shown))
-            if seen is None or seen[0] is not shown or seen[1] is not rec:
-                seen = (shown, rec, self._record(rec, shown))
+        by_value = shown is rec and type(rec) is MetadataRecord and bool(rec.raw)
+        key = rec.raw if by_value else (id(shown), id(rec))
+        seen = self._records.get(key)
+        if seen is None or not (by_value or seen[0] is shown and seen[1] is rec):
+            seen = self._older_records.get(key)
+            if seen is None or not (by_value or seen[0] is shown and seen[1] is rec):
+                text = self._record(rec, shown)
+                seen = (None, None, text) if by_value else (shown, rec, text)  # the objects held while their ids are
             if len(self._records) >= _KEPT:
                 self._records, self._older_records = {}, self._records
-            self._records[id(shown)] = seen
+            self._records[key] = seen
         return seen[2]
 
     def _record(self, rec, shown) -> str:
