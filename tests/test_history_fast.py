@@ -153,10 +153,11 @@ def test_what_kept_texts_were_not_built_for_is_encoded_whole_or_refused():
     assert _rec("TOPIC_RECORD", 0, name="t", topicId=T).to_json().keys() & {"after", "inTransaction"} == set()
 
 
-def _changes(topic: str):
+def _changes(topic: str | None = None, **entity):
     from argparse import Namespace
 
-    args = Namespace(topic=topic, partition=None, broker=None, config=None, format="jsonl", no_redact=False)
+    args = Namespace(**{"topic": topic, "partition": None, "broker": None, "config": None, **entity}, format="jsonl",
+                     no_redact=False)
     image = ClusterImage.empty()
     return history._Changes(args, image, history._Matcher(args, image), None)
 
@@ -179,8 +180,17 @@ def test_a_topic_created_inside_a_walk_is_followed_from_its_record_on(fast, monk
     assert again.marked(block.part(4)) == [0, 1, 2] and again.marked(block) == [0, 1, 2, 4, 5, 6]
 
 
+def _entities(path) -> list[dict]:
+    """Every topic of the log (and one it does not hold), its partition 1, brokers 0 to 3, and configs: the
+    cluster default broker's, broker 1's, each topic's and one of its keys."""
+    topics = _topics(path)
+    return [*({"topic": t} for t in [*topics, "absent"]), *({"topic": t, "partition": 1} for t in topics),
+            *({"broker": b} for b in range(4)),
+            *({"config": c} for t in topics for c in ("BROKER:", "BROKER:1", f"TOPIC:{t}", f"TOPIC:{t}:retention.ms"))]
+
+
 def _marks_both_ways(path) -> int:
-    """Every block's marks told apart per walk and record by record, by matchers of every topic alike."""
+    """Every block's marks told apart per walk and record by record, by matchers of every entity alike."""
     from kraftlog.files.copies import Log
     from kraftlog.files.logdir import find_nodes
     from kraftlog.files.reader import Limits
@@ -189,13 +199,13 @@ def _marks_both_ways(path) -> int:
     marked = 0
     blocks = [b for b in Log.of(find_nodes(path)[0]).entries(0, Limits(), ReadProblems(), runs="blocks")
               if type(b) is Block]
-    for topic in _topics(path) + ["absent"]:
-        fast, general = _changes(topic), _changes(topic)
+    for entity in _entities(path):
+        fast, general = _changes(**entity), _changes(**entity)
         for b in blocks:
             history.FAST_MARKS = True
             marks = fast.marked(b)
             history.FAST_MARKS = False
-            assert marks == general.marked(b), (topic, b.offsets[0])
+            assert marks == general.marked(b), (entity, b.offsets[0])
             marked += len(marks)
         history.FAST_MARKS = True
     return marked
@@ -220,8 +230,8 @@ def test_answers_remembered_across_walks_follow_the_topic_ids():
     assert [changes.marked(w) for w in walks] == [[], [0], [0]]
 
 
-def test_records_without_their_value_are_remembered_apart():
-    """Answers are remembered by a record's value; records built without one (no ``raw``) are not one value."""
+def test_records_without_their_value_are_told_apart():
+    """Records built without their value (no ``raw``), of one kind and version, are told apart by their fields."""
     from kraftlog.schema import MetadataRecord
 
     change = _rec("PARTITION_CHANGE_RECORD", 1, partitionId=0, topicId=T, isr=[1])
@@ -230,3 +240,94 @@ def test_records_without_their_value_are_remembered_apart():
     assert changes.marked(_block([_rec("TOPIC_RECORD", 0, name="t", topicId=T)], [1])) == [0]
     assert changes.marked(_block([other, mine, other, change], [1] * 4)) == [1, 3]
     assert changes.marked(_block([mine, other], [1] * 2)) == [0]
+
+
+def test_candidates_are_told_by_kind_and_by_the_topic_ids_followed_or_created_in_the_walk():
+    """The records ``marked`` tells apart: of the kinds told by name and the transaction markers, and of topic T,
+    whose TopicRecord of "t" comes later in the walk; not another topic's change, nor a NoOp."""
+    other = "AAAAAAAAAAAAAAAAAAAAAg"
+    recs = [_rec("TOPIC_RECORD", 0, name="other", topicId=other),
+            _rec("PARTITION_CHANGE_RECORD", 1, partitionId=0, topicId=other, isr=[1]),
+            _rec("PARTITION_CHANGE_RECORD", 1, partitionId=0, topicId=T, isr=[1]),
+            _rec("CONFIG_RECORD", 0, resourceType=4, resourceName="1", name="x", value="y"), _rec("NO_OP_RECORD", 0),
+            _rec("TOPIC_RECORD", 0, name="t", topicId=T), _rec("BEGIN_TRANSACTION_RECORD", 0, name="b")]
+    assert _changes("t").match.candidates(recs).tolist() == [True, False, True, True, False, True, True]
+    assert _changes("other").match.candidates(recs).tolist() == [True, True, False, True, False, True, True]
+    assert _changes(broker=1).match.candidates(recs).tolist() == [False, False, False, True, False, False, True]
+    assert _changes(config="BROKER:1").match.candidates(recs).tolist() == [False] * 3 + [True, False, False, True]
+
+
+def test_a_change_row_gives_the_literal_text_its_record_kept_by_the_identity_of_what_is_shown():
+    from kraftlog.schema.redact import redact
+
+    change = _rec("PARTITION_CHANGE_RECORD", 1, partitionId=0, topicId=T, isr=[1])
+    texts = history._Texts("jsonl")
+    row = ('{"offset":5,"time":null,"epoch":2,"type":"PARTITION_CHANGE_RECORD","version":1,"data":{"partitionId":0,'
+           '"topicId":"AAAAAAAAAAAAAAAAAAAAAQ","isr":[1]},"after":{},"inTransaction":3}')
+    for _ in range(2):  # built, then kept
+        assert texts.row({"offset": 5, "time": None, "epoch": 2}, change, {"after": history._Text("{}"),
+                                                                           "inTransaction": 3}) == row
+    secret = _rec("CONFIG_RECORD", 0, resourceType=4, resourceName="1", name="ssl.keystore.password", value="s3cret")
+    spaced = history._Texts("text")
+    data = 'CONFIG_RECORD v0 {"resourceType":4,"resourceName":"1","name":"ssl.keystore.password","value":"%s"}'
+    for _ in range(2):
+        assert spaced.record(secret, redact(secret)) == data % "[redacted]"
+        assert spaced.record(secret, secret) == data % "s3cret"
+    assert [texts.time(1735689600123), texts.time(1735689600123), texts.time(-1)] == [
+        "2025-01-01T00:00:00.123Z"] * 2 + [None]
+    with pytest.raises(TypeError, match="members beside its own"):
+        texts.record(change, type("Odd", (), {"to_json": lambda self: {"offset": 1}})())
+
+
+def _freezes(path, monkeypatch) -> tuple[int, int, str]:
+    """(``gc.freeze`` calls during ``history --topic`` of the log's first topic, changes shown, objects frozen after)."""
+    import contextlib
+    import gc
+    import io
+
+    calls = []
+    freeze = gc.freeze
+    monkeypatch.setattr(gc, "freeze", lambda: calls.append(1) or freeze())
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            assert main(["history", str(path), "--topic", _topics(path)[0]]) == 0
+    finally:
+        monkeypatch.undo()
+    shown = int(err.getvalue().rsplit("kraftlog: ", 1)[1].split()[0])
+    return len(calls), shown, gc.get_freeze_count()
+
+
+def test_history_freezes_the_heap_at_each_change_and_thaws_it_at_the_end(quiet_log, monkeypatch):  # noqa: F811
+    calls, shown, frozen = _freezes(quiet_log, monkeypatch)
+    assert calls == shown > 10 and frozen == 0
+
+
+def test_history_leaves_what_something_else_froze_as_it_is(quiet_log, monkeypatch):  # noqa: F811
+    import gc
+
+    gc.freeze()
+    try:
+        before = gc.get_freeze_count()
+        calls, shown, frozen = _freezes(quiet_log, monkeypatch)
+        assert calls == 0 and shown > 10 and frozen >= before > 0
+    finally:
+        gc.unfreeze()
+
+
+def test_a_record_text_is_kept_by_the_value_decoded_and_without_one_by_identity(monkeypatch):
+    from kraftlog.schema.records import _decode_metadata
+    from kraftlog.schema.redact import redact
+
+    texts, built = history._Texts("jsonl"), []
+    record = history._Texts._record
+    monkeypatch.setattr(history._Texts, "_record", lambda self, *a: built.append(a) or record(self, *a))
+    value = _rec("PARTITION_CHANGE_RECORD", 1, partitionId=0, topicId=T, isr=[1]).raw
+    once, again = _decode_metadata(value), _decode_metadata(value)  # two records of one value
+    assert once is not again
+    text = '"type":"PARTITION_CHANGE_RECORD","version":1,"data":{"partitionId":0,"topicId":"AAAAAAAAAAAAAAAAAAAAAQ","isr":[1]}'
+    assert texts.record(once, once) == texts.record(again, again) == text and len(built) == 1
+    secret = _rec("CONFIG_RECORD", 0, resourceType=4, resourceName="1", name="ssl.keystore.password", value="s3cret")
+    shown = redact(secret)
+    assert shown.raw == b"" and texts.record(secret, shown) == texts.record(secret, shown) and len(built) == 2
+    assert '"value":"[redacted]"' in texts.record(secret, redact(secret)) and len(built) == 3  # another copy

@@ -1,9 +1,10 @@
 """``kraftlog history``: the ordered changes of one topic, partition, broker or config."""
 
-import itertools
+import gc
 import json
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -28,10 +29,10 @@ _TXN = {"BEGIN_TRANSACTION_RECORD", "END_TRANSACTION_RECORD", "ABORT_TRANSACTION
 _TXN_KEYS = {BY_TYPE_NAME[name].api_key for name in _TXN}
 _BROKER_KEYS = {BY_TYPE_NAME[name].api_key for name in _BROKER_TYPES}
 _TOPIC, _CLEAR_ELR, _CONFIG = (BY_TYPE_NAME[name].api_key for name in ("TOPIC_RECORD", "CLEAR_ELR_RECORD", "CONFIG_RECORD"))
+#: The field ``_Matcher._match`` reads a record's topic id from, whatever its kind (``fields_of``): one name,
+#: so ``_Matcher.candidates`` reads it without telling the kinds apart.
+(_TOPIC_ID,) = {fields_of(m.api_key)["topic_id"] for m in BY_TYPE_NAME.values() if "topic_id" in fields_of(m.api_key)}
 _ANSWERS = 1 << 14  # records whose match is remembered (``_Matcher.__call__``)
-_SEEN = 1 << 16  # record values whose answer is remembered (``_Changes._walk_flags``)
-_NOT_METADATA = object()  # ``_Changes._walk_flags``' key of what is not a metadata record (never seen)
-_NO_VALUE = object()  # and of a metadata record without its value (``raw``): told apart each time
 _HELD = 256  # changes rendered together (``_render``)
 _KEPT = 1 << 12  # partition states whose text is kept (``_Texts._partition``)
 FAST_TEXT = True  # a topic's partitions' texts kept across changes (``_Texts``); off in tests, to compare
@@ -73,6 +74,11 @@ class _Matcher:
             self.config = (kind.upper(), name, key or None)
         self._answers: dict[int, tuple[MetadataRecord, bool]] = {}
         self._older: dict[int, tuple[MetadataRecord, bool]] = {}
+        #: The kinds ``_match`` may take whatever topic ids it follows, and the transaction markers ``after`` sees;
+        #: topics' records of other kinds are taken by topic id (``_TOPIC_ID``) alone.
+        told_by_name = {_CONFIG} if self.config else _BROKER_KEYS if self.broker is not None else {
+            _TOPIC, _CLEAR_ELR, _CONFIG}
+        self.kinds = frozenset(told_by_name | _TXN_KEYS)
 
     def __call__(self, rec: MetadataRecord) -> bool:
         """``_match``, remembered per record object: a log repeats its records' values, and a value is
@@ -95,9 +101,24 @@ class _Matcher:
         self._answers[id(rec)] = (rec, answer)  # the record held, so its id is not another's meanwhile
         return answer
 
-    def forget(self, topic_ids: set[str]) -> None:
-        """Back to following ``topic_ids``, with no answer remembered."""
-        self.topic_ids, self._answers, self._older = topic_ids, {}, {}
+    def candidates(self, decoded: list) -> np.ndarray:
+        """Whether each of a walk's records may be one ``_Changes.after`` must see: every record ``_match`` may
+        take and every transaction marker, and others (``_Changes.marked`` tells them apart in order). Told by
+        kind (``kinds``), and by the topic ids followed or to be followed: those of the topics of the name the walk
+        creates, followed from their ``TopicRecord`` on (so a record of such an id before it is a candidate too)."""
+        kinds, ids = self.kinds, set() if self.config or self.broker is not None else self.topic_ids
+        flags = self._candidates(decoded, kinds, ids)
+        created = {rec.data.get(_TOPIC_ID) for rec in map(decoded.__getitem__, np.flatnonzero(flags).tolist())
+                   if rec.api_key == _TOPIC and rec.error is None and rec.data.get("name") == self.topic} - ids
+        return flags if not created else self._candidates(decoded, kinds, ids | created)
+
+    @staticmethod
+    def _candidates(decoded: list, kinds: frozenset[int], ids: set[str]) -> np.ndarray:
+        if not ids:
+            return np.fromiter([type(rec) is MetadataRecord and rec.api_key in kinds for rec in decoded], bool,
+                               len(decoded))
+        return np.fromiter([type(rec) is MetadataRecord and (rec.api_key in kinds or rec.data.get(_TOPIC_ID) in ids)
+                            for rec in decoded], bool, len(decoded))
 
     def _match(self, rec: MetadataRecord) -> bool:
         """Told by api key (``rec.type``'s, without naming it)."""
@@ -175,28 +196,49 @@ def _changes(args, log, start: int, limits, problems: ReadProblems, image: Clust
     (changes shown, the last offset read). Changes are rendered in groups (``_render``), apart from the
     records read between them. A block of records (``files.records.Block``) is applied at once, ``after`` called
     at each change or transaction marker in it (``ClusterImage.apply_block``'s marks)."""
-    changes = _Changes(args, image, match, out)
     last = None
-    try:  # what was read before a failure is written, as it was before changes were held
-        for e in log_entries(log, start, limits, problems, args.apply_invalid, runs="blocks"):
-            last = changes.take(e)
-    finally:
-        changes.flush()
+    with collected_apart() as freeze:
+        changes = _Changes(args, image, match, out, freeze)
+        try:  # what was read before a failure is written, as it was before changes were held
+            for e in log_entries(log, start, limits, problems, args.apply_invalid, runs="blocks"):
+                last = changes.take(e)
+        finally:
+            changes.flush()
     return changes.shown, last
+
+
+@contextmanager
+def collected_apart() -> Iterator[Callable[[], None]]:
+    """What ``_Changes`` calls at each change: ``gc.freeze``, so that the garbage collector, when a change's
+    allocations set it off, visits what was allocated since the last change, not the states and records the
+    replay made meanwhile (it would, and more of them the larger the cluster: they are young, and a replay's
+    allocations and frees leave the collector's count where it was); everything frozen is thawed at the end.
+    Reference counting frees the replaced states, as before; only garbage in cycles made meanwhile waits for
+    the end (the replay makes none). Where something else froze objects, nothing is frozen (thawing would thaw
+    those too)."""
+    if gc.get_freeze_count():
+        yield _nothing
+        return
+    try:
+        yield gc.freeze
+    finally:
+        gc.unfreeze()
+
+
+def _nothing() -> None:
+    """In place of ``gc.freeze`` (``collected_apart``)."""
 
 
 class _Changes:
     """What ``history`` writes, decided record by record after the record is applied: a change of the
     entity, or an abort of the transaction changes were shown in."""
 
-    def __init__(self, args, image: ClusterImage, match: _Matcher, out) -> None:
-        self.redacted, self.image, self.match, self.out = not args.no_redact, image, match, out
+    def __init__(self, args, image: ClusterImage, match: _Matcher, out, freeze: Callable[[], None] = _nothing) -> None:
+        self.redacted, self.image, self.match, self.out, self.freeze = not args.no_redact, image, match, out, freeze
         self.texts = _Texts(args.format)
         self.pending: list[int] = []  # offsets of the changes shown inside the open transaction
         self.held: list[tuple] = []  # what is to be written, in order, not yet rendered
-        self._walk: tuple[list | None, np.ndarray | None] = (None, None)  # a walk's records, which ``after`` sees
-        self._sees: dict = {_NOT_METADATA: 0}  # ``_walk_flags``' answers by record value, for the topic ids ``_for``
-        self._for: set[str] = set()
+        self._walk: tuple[list | None, np.ndarray | None] = (None, None)  # a walk's records, its candidates
         self.shown = 0
 
     def take(self, e: Entry | Block) -> int:
@@ -215,48 +257,17 @@ class _Changes:
 
     def marked(self, block: Block) -> list[int]:
         """The records of ``block`` ``after`` must see (the others it passes over): the changes of the
-        entity, and the transaction markers. A walk's blocks share its records (``Block.decoded``), so they
-        are told apart once per walk (``_walk_flags``) and a block's marks are picked by its kv indices; unless
-        a topic id was added meanwhile (a topic of the name created in the walk): a record read before that
-        record may not match, so that walk's blocks are told record by record, in order (as ``FAST_MARKS``
-        off does)."""
+        entity, and the transaction markers, told apart in order (``_seen``). A walk's blocks share its records
+        (``Block.decoded``): those that may be such records (``_Matcher.candidates``) are picked once per walk,
+        and a block's are picked by its kv indices; the others are not told apart (as ``FAST_MARKS`` off does)."""
+        decoded = block.decoded
         if FAST_MARKS:
-            decoded = block.decoded
             if self._walk[0] is not decoded:
-                self._walk = (decoded, self._walk_flags(decoded))
-            flags = self._walk[1]
-            if flags is not None:
-                return np.flatnonzero(flags[block.kv] & block.active).tolist()
-        active = np.flatnonzero(block.active)
-        return self._seen(zip(active.tolist(), map(block.decoded.__getitem__, block.kv[active].tolist()),
-                              strict=True))
-
-    def _walk_flags(self, decoded: list) -> np.ndarray | None:
-        """Whether ``after`` must see each of a walk's records (None: a topic id was added meanwhile, and is
-        forgotten again). A log repeats its records' values, and a record is what its value decodes to: the
-        answers are remembered by value (``raw``; a record without one is told apart each time, anything not a
-        metadata record is never seen), ``_SEEN`` of them for the topic ids they were given for, and looked up
-        for the whole walk at once."""
-        match = self.match
-        if self._for != match.topic_ids:
-            self._sees, self._for = {_NOT_METADATA: 0}, set(match.topic_ids)
-        keys = [(rec.raw or _NO_VALUE) if type(rec) is MetadataRecord else _NOT_METADATA for rec in decoded]
-        flags = np.fromiter(map(self._sees.get, keys, itertools.repeat(-1)), np.int8, len(decoded))
-        missing = np.flatnonzero(flags < 0)
-        if not len(missing):
-            return flags > 0
-        missing_keys = list(map(keys.__getitem__, missing.tolist()))
-        answers = np.zeros(len(missing), np.int8)
-        answers[self._seen(enumerate(map(decoded.__getitem__, missing.tolist())))] = 1
-        if match.topic_ids != self._for:
-            match.forget(set(self._for))
-            return None
-        if len(self._sees) + len(missing) > _SEEN:
-            self._sees = {_NOT_METADATA: 0}
-        self._sees.update(zip(missing_keys, answers.tolist(), strict=True))
-        self._sees.pop(_NO_VALUE, None)
-        flags[missing] = answers
-        return flags > 0
+                self._walk = (decoded, self.match.candidates(decoded))
+            picked = np.flatnonzero(self._walk[1][block.kv] & block.active)
+        else:
+            picked = np.flatnonzero(block.active)
+        return self._seen(zip(picked.tolist(), map(decoded.__getitem__, block.kv[picked].tolist()), strict=True))
 
     def _seen(self, records: Iterable[tuple[int, Any]]) -> list[int]:
         """The indices of ``records`` (index, record) ``after`` must see, in order."""
@@ -274,6 +285,7 @@ class _Changes:
             return
         if not isinstance(rec, MetadataRecord) or rec.error is not None or not self.match(rec):
             return
+        self.freeze()
         self.shown += 1
         txn = image.transaction
         if txn is not None:
@@ -296,16 +308,14 @@ def _render(held: list[tuple], texts: "_Texts", out) -> None:
             lines.append(dumps({"offset": e.offset, "aborted": after}) if jsonl else
                          f"offset {e.offset}: transaction aborted; changes at offsets {after} never took effect")
             continue
-        when, after = iso_time(e.timestamp), texts.after(after)
+        when, after = texts.time(e.timestamp), texts.after(after)
         if jsonl:
-            head = {"offset": e.offset, "time": when, "epoch": e.epoch, **shown_rec.to_json()}
             tail = {"after": after} if txn is None else {"after": after, "inTransaction": txn}
-            lines.append(texts.extended(head, tail))
+            lines.append(texts.row({"offset": e.offset, "time": when, "epoch": e.epoch}, shown_rec, tail))
         else:
-            rec = e.record
             in_txn = f" (in transaction begun at {txn})" if txn is not None else ""
-            lines.append(f"offset {e.offset} {when} epoch {e.epoch}{in_txn} {rec.type} v{rec.version} "
-                         f"{dumps(shown_rec.to_json()['data'])}\n    after: {texts.encoded(after)}")
+            lines.append(f"offset {e.offset} {when} epoch {e.epoch}{in_txn} {texts.record(e.record, shown_rec)}"
+                         f"\n    after: {texts.encoded(after)}")
     if lines:
         out.write("\n".join(lines) + "\n")
     held.clear()
@@ -334,6 +344,54 @@ class _Texts:
         self._older: dict[int, tuple[dict, int, str]] = {}
         self._orders: dict[tuple, list[int]] = {}  # a topic's partition ids as held -> in ``key_order``
         self._frames: dict[str, str] = {}  # topic id -> its text without partitions, less the closing "}}"
+        self._records: dict[Any, tuple[Any, Any, str]] = {}  # value or ids -> (shown, record, ``record``'s text)
+        self._older_records: dict[Any, tuple[Any, Any, str]] = {}
+        self._times: dict[int, str | None] = {}  # ms -> ``iso_time``
+
+    def time(self, ms: int) -> str | None:
+        """``iso_time(ms)``: the changes of a batch share its time."""
+        if not self.fast:
+            return iso_time(ms)
+        when = self._times.get(ms, self)
+        if when is self:
+            if len(self._times) >= _KEPT:
+                self._times.clear()
+            when = self._times[ms] = iso_time(ms)
+        return when
+
+    def row(self, head: dict, shown: MetadataRecord, tail: dict) -> str:
+        """``extended({**head, **shown.to_json()}, tail)`` (jsonl), ``shown``'s part its kept ``record`` text."""
+        if not self.fast:
+            return self.extended({**head, **shown.to_json()}, tail)
+        return self.encode(head)[:-1] + self.item + self.record(shown, shown) + self.item + self._members(tail) + "}"
+
+    def record(self, rec, shown) -> str:
+        """The text of a change's record, kept in two generations of ``_KEPT``: by the value the record was decoded
+        from (``raw``: a log repeats its values, and a value decodes to one record, whatever object holds it), or, for
+        a record without one (a redacted copy), by the identity of ``shown`` (``rec`` redacted) and ``rec``. jsonl:
+        ``shown.to_json()``'s members, for ``row``; text: the type and version of ``rec`` and ``shown``'s data."""
+        if not self.fast:
+            return self._record(rec, shown)
+        by_value = shown is rec and type(rec) is MetadataRecord and bool(rec.raw)
+        key = rec.raw if by_value else (id(shown), id(rec))
+        seen = self._records.get(key)
+        if seen is None or not (by_value or seen[0] is shown and seen[1] is rec):
+            seen = self._older_records.get(key)
+            if seen is None or not (by_value or seen[0] is shown and seen[1] is rec):
+                text = self._record(rec, shown)
+                seen = (None, None, text) if by_value else (shown, rec, text)  # the objects held while their ids are
+            if len(self._records) >= _KEPT:
+                self._records, self._older_records = {}, self._records
+            self._records[key] = seen
+        return seen[2]
+
+    def _record(self, rec, shown) -> str:
+        if self.form != "jsonl":
+            return f"{rec.type} v{rec.version} {dumps(shown.to_json()['data'])}"
+        members = shown.to_json()
+        if not members or members.keys() & {"offset", "time", "epoch", "after", "inTransaction"}:
+            raise TypeError(f"history writes a record's members beside its own, not {list(members)!r}")
+        return self._members(members)
 
     def after(self, held):
         """What ``_Matcher.held`` gave, as ``_Matcher.rendered`` gives it, or a held topic as its text."""
