@@ -6,6 +6,7 @@ fold (``spark/partition_fold.py``), which refuses what they name and it was not 
 the schema declares and these tables do not name fails ``tests/test_state_partition_change.py``.
 """
 
+import linecache
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -175,6 +176,63 @@ def merge_partition(old: dict, change: dict) -> dict:
     return new
 
 
+def shaped_change(shape: tuple) -> Callable[[dict, dict], bool]:
+    """``Topics._partition_change`` of a change whose field names are ``shape`` (in order), in one call:
+    ``merge_partition``'s loop unrolled over the shape's fields, generated from ``PARTITION_CHANGE_RECORD``
+    (the KEY fields name the partition; each REPLACE field set from a list unless null, each SENTINEL field
+    unless ``unchanged``, bumping what it ``bumps``; ``ALWAYS_BUMPS`` bumped), since a log's changes come in
+    a few shapes (an ISR change, an election) and reading the table per record costs more than the merge.
+    It takes the topics by id and the change, and returns False, changing nothing, where the partition is
+    not there. A shape without both KEY fields, with a placement field, a leaderRecoveryState (whose values
+    are checked) or a field the table does not name has none: ``_unshaped`` (False), so the change takes
+    ``merge_partition``, which says what is wrong. Kept for later changes of that shape while fewer than
+    ``_SHAPES_KEPT`` are."""
+    apply = _shaped_source(shape)
+    if len(_shaped) < _SHAPES_KEPT:
+        _shaped[shape] = apply
+    return apply
+
+
+def _unshaped(by_id: dict, change: dict) -> bool:
+    return False
+
+
+#: Shapes (a change's field names in order) -> ``shaped_change``; bounded, as a shape is the input's to choose.
+_shaped: dict[tuple, Callable[[dict, dict], bool]] = {}
+_SHAPES_KEPT = 256
+
+
+def _shaped_source(shape: tuple) -> Callable[[dict, dict], bool]:
+    keys = [name for name in shape if PARTITION_CHANGE_RECORD.get(name, Merge(None)).rule == KEY]
+    if sorted(keys) != sorted(name for name, m in PARTITION_CHANGE_RECORD.items() if m.rule == KEY):
+        return _unshaped
+    v = {name: f"v{k}" for k, name in enumerate(shape)}
+    body = [f"    ({''.join(f'{v[name]}, ' for name in shape)}) = change.values()",
+            f"    topic = by_id.get({v['topicId']})",
+            f"    old = None if topic is None else topic['partitions'].get({v['partitionId']})",
+            "    if old is None:", "        return False",
+            "    new = {**old}"]
+    for name in shape:
+        m = PARTITION_CHANGE_RECORD.get(name)
+        if m is None or m.rule == PLACEMENT or _SENTINELS.get(name, (None,) * 4)[3]:
+            return _unshaped
+        if m.rule == REPLACE:
+            body += [f"    if {v[name]} is not None:", f"        new[{m.state!r}] = list({v[name]})"]
+        elif m.rule == SENTINEL:
+            assert type(m.unchanged) is int, m  # written into the source as it reads
+            body += [f"    if not {v[name]} == {m.unchanged!r}:", f"        new[{m.state!r}] = {v[name]}"]
+            if m.bumps is not None:
+                body.append(f"        new[{m.bumps!r}] = old[{m.bumps!r}] + 1")
+    body += [f"    new[{ALWAYS_BUMPS!r}] = old[{ALWAYS_BUMPS!r}] + 1",
+             f"    topic['partitions'][{v['partitionId']}] = new", "    return True"]
+    text = "def change_partition(by_id, change):\n" + "\n".join(body) + "\n"
+    filename = f"<kraftlog change of {', '.join(shape)}>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)  # for tracebacks
+    namespace: dict = {}
+    exec(compile(text, filename, "exec"), namespace)
+    return namespace["change_partition"]
+
+
 class Topics:
     """Topic id -> {name, topicId, partitions}, plus the name index Kafka keeps beside it."""
 
@@ -213,6 +271,11 @@ class Topics:
         topic["partitions"][data["partitionId"]] = new_partition(data)
 
     def _partition_change(self, data: dict) -> None:
+        """``merge_partition`` of the change into its partition (by ``shaped_change`` where it can)."""
+        if not (_shaped.get(shape := tuple(data)) or shaped_change(shape))(self.by_id, data):
+            self._partition_change_merged(data)
+
+    def _partition_change_merged(self, data: dict) -> None:
         topic = self.by_id.get(data["topicId"]) or self._topic_or_problem(data["topicId"], "PartitionChangeRecord")
         partition_id = data["partitionId"]
         partitions = topic["partitions"]
