@@ -263,3 +263,51 @@ def test_history_reads_a_topic_id_and_partition_where_entity_of_does():
                 assert (rec.data.get(fields[key]) if key in fields else None) == whole[key], rec
                 seen.add(key) if whole[key] is not None else None
     assert seen == {"topic_id", "partition_id"}
+
+
+def test_a_partition_changed_again_after_a_mark_leaves_what_the_mark_held_as_it_was():
+    """Between marks a partition changed twice takes the second change in place (``Topics.fresh``), but a
+    state ``after`` may hold (``hold_topic``) is never changed: what it held renders as the mark saw it."""
+    from kraftlog.state.topics import topic_held_json
+
+    recs = [*_records()[:3], _rec("PARTITION_CHANGE_RECORD", 1, partitionId=0, topicId=T, isr=[1]),
+            _rec("PARTITION_CHANGE_RECORD", 1, partitionId=0, topicId=T, leader=2),
+            _rec("PARTITION_CHANGE_RECORD", 1, partitionId=0, topicId=T, isr=[2])]
+    image, held = ClusterImage.empty(), {}
+    image.apply_block(_block(recs, [1] * len(recs)), [3, 4], lambda i: held.update({i: image.topics.hold_topic(T)}))
+    shown = {i: (p := topic_held_json(h)["partitions"]["0"])["isr"] + [p["leader"], p["partitionEpoch"]]
+             for i, h in held.items()}
+    assert shown == {3: [1, 1, 9], 4: [1, 2, 10]}
+    p = image.to_json()["topics"]["t"]["partitions"]["0"]
+    assert (p["isr"], p["leader"], p["leaderEpoch"], p["partitionEpoch"]) == ([2], 2, 6, 11)
+    assert image.topics.fresh is None  # outside a block every change makes a new state
+
+
+def test_a_replay_changes_in_place_only_the_states_it_made():
+    """``replay`` is unobserved: a partition it changes again takes the change in place, while the states the
+    image had before (which someone may hold) stay as they were; the image is what one by one gives."""
+    from kraftlog.state.topics import merge_partition  # noqa: F811
+
+    recs = _records()[:3]
+    image = ClusterImage.empty()
+    for offset, rec in enumerate(recs):
+        image.apply(rec, offset, 1000 + offset, 3)
+    before = image.topics.by_id[T]["partitions"][0]
+    kept = dict(before)
+    changes = [_rec("PARTITION_CHANGE_RECORD", 1, partitionId=0, topicId=T, isr=[k]) for k in (1, 2, 3)]
+    made = []
+    merged = before
+    for rec in changes:
+        merged = merge_partition(merged, rec.data)
+    real = image.topics.by_id[T]["partitions"]
+
+    class Watched(dict):  # the map of the topic's partitions, noting each state put in it
+        def __setitem__(self, key, value):
+            made.append(value)
+            super().__setitem__(key, value)
+
+    image.topics.by_id[T]["partitions"] = Watched(real)
+    replay([Entry(rec, 3 + k, 2000 + k, 3) for k, rec in enumerate(changes)], image)
+    assert before == kept  # the state from before the replay, unchanged
+    assert image.topics.by_id[T]["partitions"][0] == merged and merged["partitionEpoch"] == 11
+    assert len({id(s) for s in made}) == 1  # one state made, the later changes merged into it in place

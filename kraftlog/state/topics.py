@@ -176,14 +176,15 @@ def merge_partition(old: dict, change: dict) -> dict:
     return new
 
 
-def shaped_change(shape: tuple) -> Callable[[dict, dict], bool]:
+def shaped_change(shape: tuple) -> Callable[[dict, dict, set[int] | None], bool]:
     """``Topics._partition_change`` of a change whose field names are ``shape`` (in order), in one call:
     ``merge_partition``'s loop unrolled over the shape's fields, generated from ``PARTITION_CHANGE_RECORD``
     (the KEY fields name the partition; each REPLACE field set from a list unless null, each SENTINEL field
     unless ``unchanged``, bumping what it ``bumps``; ``ALWAYS_BUMPS`` bumped), since a log's changes come in
     a few shapes (an ISR change, an election) and reading the table per record costs more than the merge.
-    It takes the topics by id and the change, and returns False, changing nothing, where the partition is
-    not there. A shape without both KEY fields, with a placement field, a leaderRecoveryState (whose values
+    It takes the topics by id, the change and ``Topics.fresh``, merges into a state ``fresh`` names in place
+    (else into a copy, which ``fresh`` then names), and returns False, changing nothing, where the partition
+    is not there. A shape without both KEY fields, with a placement field, a leaderRecoveryState (whose values
     are checked) or a field the table does not name has none: ``_unshaped`` (False), so the change takes
     ``merge_partition``, which says what is wrong. Kept for later changes of that shape while fewer than
     ``_SHAPES_KEPT`` are."""
@@ -193,16 +194,18 @@ def shaped_change(shape: tuple) -> Callable[[dict, dict], bool]:
     return apply
 
 
-def _unshaped(by_id: dict, change: dict) -> bool:
+def _unshaped(by_id: dict, change: dict, fresh: set[int] | None) -> bool:
     return False
 
 
 #: Shapes (a change's field names in order) -> ``shaped_change``; bounded, as a shape is the input's to choose.
-_shaped: dict[tuple, Callable[[dict, dict], bool]] = {}
+_shaped: dict[tuple, Callable[[dict, dict, set[int] | None], bool]] = {}
 _SHAPES_KEPT = 256
+#: States ``Topics.fresh`` names at most (beyond, the states made are copied again on their next change).
+_FRESH_KEPT = 1 << 16
 
 
-def _shaped_source(shape: tuple) -> Callable[[dict, dict], bool]:
+def _shaped_source(shape: tuple) -> Callable[[dict, dict, set[int] | None], bool]:
     keys = [name for name in shape if PARTITION_CHANGE_RECORD.get(name, Merge(None)).rule == KEY]
     if sorted(keys) != sorted(name for name, m in PARTITION_CHANGE_RECORD.items() if m.rule == KEY):
         return _unshaped
@@ -210,22 +213,28 @@ def _shaped_source(shape: tuple) -> Callable[[dict, dict], bool]:
     body = [f"    ({''.join(f'{v[name]}, ' for name in shape)}) = change.values()",
             f"    topic = by_id.get({v['topicId']})",
             f"    old = None if topic is None else topic['partitions'].get({v['partitionId']})",
-            "    if old is None:", "        return False",
-            "    new = {**old}"]
+            "    if old is None:", "        return False"]
+    sets = []
     for name in shape:
         m = PARTITION_CHANGE_RECORD.get(name)
         if m is None or m.rule == PLACEMENT or _SENTINELS.get(name, (None,) * 4)[3]:
             return _unshaped
-        if m.rule == REPLACE:
-            body += [f"    if {v[name]} is not None:", f"        new[{m.state!r}] = list({v[name]})"]
+        if m.rule == REPLACE:  # its list made first: what may raise does so before anything is set
+            body += [f"    if {v[name]} is not None:", f"        {v[name]} = list({v[name]})"]
+            sets += [f"    if {v[name]} is not None:", f"        new[{m.state!r}] = {v[name]}"]
         elif m.rule == SENTINEL:
             assert type(m.unchanged) is int, m  # written into the source as it reads
-            body += [f"    if not {v[name]} == {m.unchanged!r}:", f"        new[{m.state!r}] = {v[name]}"]
+            sets += [f"    if not {v[name]} == {m.unchanged!r}:", f"        new[{m.state!r}] = {v[name]}"]
             if m.bumps is not None:
-                body.append(f"        new[{m.bumps!r}] = old[{m.bumps!r}] + 1")
-    body += [f"    new[{ALWAYS_BUMPS!r}] = old[{ALWAYS_BUMPS!r}] + 1",
+                sets.append(f"        new[{m.bumps!r}] = old[{m.bumps!r}] + 1")
+    body += ["    if fresh is None:", "        new = {**old}",
+             "    elif id(old) in fresh:", "        new = old",
+             "    else:", "        new = {**old}",
+             f"        if len(fresh) < {_FRESH_KEPT}:", "            fresh.add(id(new))",
+             *sets,
+             f"    new[{ALWAYS_BUMPS!r}] = old[{ALWAYS_BUMPS!r}] + 1",
              f"    topic['partitions'][{v['partitionId']}] = new", "    return True"]
-    text = "def change_partition(by_id, change):\n" + "\n".join(body) + "\n"
+    text = "def change_partition(by_id, change, fresh):\n" + "\n".join(body) + "\n"
     filename = f"<kraftlog change of {', '.join(shape)}>"
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)  # for tracebacks
     namespace: dict = {}
@@ -239,6 +248,12 @@ class Topics:
     def __init__(self) -> None:
         self.by_id: dict[str, dict] = {}
         self.id_by_name: dict[str, str] = {}
+        #: While nothing outside the image can hold a partition state (``ClusterImage.unobserved``): the ids of
+        #: the states made since, which a change may merge into in place (``shaped_change``); None otherwise,
+        #: when every change makes a new state. A state made before is never changed: it may be held (history
+        #: holds a topic's states at each change it shows, ``hold_topic``). An id of a state made since and gone
+        #: can only name a state made since too, so it is never one that may be held.
+        self.fresh: set[int] | None = None
 
     def handlers(self) -> dict[str, Callable[[dict], None]]:
         return {
@@ -272,7 +287,7 @@ class Topics:
 
     def _partition_change(self, data: dict) -> None:
         """``merge_partition`` of the change into its partition (by ``shaped_change`` where it can)."""
-        if not (_shaped.get(shape := tuple(data)) or shaped_change(shape))(self.by_id, data):
+        if not (_shaped.get(shape := tuple(data)) or shaped_change(shape))(self.by_id, data, self.fresh):
             self._partition_change_merged(data)
 
     def _partition_change_merged(self, data: dict) -> None:
@@ -318,7 +333,8 @@ class Topics:
 
     def hold_topic(self, topic_id: str) -> tuple[str, dict]:
         """One topic as it stands, for ``topic_held_json`` to render later: a partition's state is replaced,
-        never changed in place (``merge_partition``), so a copy of the topic's map holds them as they are."""
+        never changed in place once it may be held (``fresh``), so a copy of the topic's map holds them as they
+        are."""
         return topic_id, dict(self.by_id[topic_id]["partitions"])
 
     def partition_json(self, topic_id: str, partition_id: int) -> dict | None:
