@@ -362,3 +362,33 @@ def test_stretches_of_partition_changes_are_taken_at_once_as_one_by_one_takes_th
     p = one_by_one.to_json()["topics"]["t"]["partitions"]
     assert [(q["isr"], q["leader"], q["leaderEpoch"], q["partitionEpoch"]) for q in (p["0"], p["1"])] == [
         ([1], -1, 8, 13), ([2, 3], 2, 2, 6)]
+
+
+def test_the_states_named_fresh_are_bounded_and_forgetting_them_changes_nothing(monkeypatch):
+    """``Topics.fresh`` forgets its states when it holds ``_FRESH_KEPT``: they are copied again on their next
+    change. The image stays what one by one gives."""
+    from kraftlog.state import topics
+
+    monkeypatch.setattr(topics, "_FRESH_KEPT", 2)
+    monkeypatch.setattr(topics, "_shaped", {})  # merges generated with the bound above
+    monkeypatch.setattr(topics, "_run", topics._run_source())
+    recs = [_records()[0], *[_rec("PARTITION_RECORD", 1, partitionId=p, topicId=T, replicas=[1, 2], isr=[1, 2],
+                                  removingReplicas=[], addingReplicas=[], leader=1, leaderEpoch=0, partitionEpoch=0)
+                             for p in range(5)]]
+    recs += [_rec("PARTITION_CHANGE_RECORD", 1, partitionId=k % 5, topicId=T, isr=[1 + k % 2]) for k in range(40)]
+    sizes = []
+    merge = topics.Topics.change_run
+
+    def noted(self, recs, start):
+        end = merge(self, recs, start)
+        sizes.append(len(self.fresh))
+        return end
+
+    monkeypatch.setattr(topics.Topics, "change_run", noted)
+    block, one_by_one = ClusterImage.empty(), _General()
+    block.apply_block(_block(recs, [1] * len(recs)))
+    for offset, rec in enumerate(recs):
+        one_by_one.apply(rec, 10 + offset, 2000 + offset, 1)
+    assert block.to_json() == one_by_one.to_json()
+    assert [p["partitionEpoch"] for p in block.to_json()["topics"]["t"]["partitions"].values()] == [8] * 5
+    assert sizes and max(sizes) <= 2

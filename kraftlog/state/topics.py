@@ -212,8 +212,9 @@ def _unshaped(by_id: dict, change: dict, fresh: set[int] | None) -> bool:
 #: Shapes (a change's field names in order) -> ``shaped_change``; bounded, as a shape is the input's to choose.
 _shaped: dict[tuple, Callable[[dict, dict, set[int] | None], bool]] = {}
 _SHAPES_KEPT = 256
-#: States ``Topics.fresh`` names at most (beyond, the states made are copied again on their next change).
-_FRESH_KEPT = 1 << 16
+#: States ``Topics.fresh`` names at most: when full it forgets them (they are copied again on their next change,
+#: then named again), so that the ids of states gone since (a topic removed) do not pile up.
+_FRESH_KEPT = 1 << 13
 _CHANGE_API_KEY = BY_TYPE_NAME["PARTITION_CHANGE_RECORD"].api_key
 
 
@@ -246,7 +247,7 @@ def _merge_lines(shape: tuple) -> list[str] | None:
             "if fresh is None:", "    new = {**old}",
             "elif id(old) in fresh:", "    new = old",
             "else:", "    new = {**old}",
-            f"    if len(fresh) < {_FRESH_KEPT}:", "        fresh.add(id(new))",
+            f"    if len(fresh) >= {_FRESH_KEPT}:", "        fresh.clear()", "    fresh.add(id(new))",
             *sets, f"new[{ALWAYS_BUMPS!r}] = epoch", f"topic['partitions'][{v['partitionId']}] = new", "DONE"]
 
 
