@@ -18,7 +18,7 @@ from kraftlog.state.brokers import Brokers
 from kraftlog.state.configs import TOPIC, Configs
 from kraftlog.state.controllers import Controllers
 from kraftlog.state.features import Features
-from kraftlog.state.problems import Problem, ReplayProblem
+from kraftlog.state.problems import REFUSALS, Problem, ReplayProblem
 from kraftlog.state.producer_ids import ProducerIds
 from kraftlog.state.quotas import ClientQuotas
 from kraftlog.state.raft import Raft
@@ -127,7 +127,7 @@ class ClusterImage:
             # the general path's last branch, without its tests: most of a log's records (``_run`` inline)
             try:
                 handler(rec.data)
-            except _REFUSALS as exc:
+            except REFUSALS as exc:
                 self._refused(rec, offset, exc)
             self._at = (offset, epoch, timestamp)
             return
@@ -223,7 +223,7 @@ class ClusterImage:
                             handler := by_api_key.get(rec.api_key)) is not None:
                         try:
                             handler(rec.data)
-                        except _REFUSALS as exc:
+                        except REFUSALS as exc:
                             self._refused(rec, int(offsets[i]), exc)
                     elif txn is not None:  # its records are held, the NoOps among them too
                         for j in range(done, i + 1):
@@ -257,7 +257,7 @@ class ClusterImage:
     def _run(self, handler: Callable[[dict], None], rec: Any, offset: int) -> None:
         try:
             handler(rec.data)
-        except _REFUSALS as exc:
+        except REFUSALS as exc:
             self._refused(rec, offset, exc)
 
     def _refused(self, rec: Any, offset: int, exc: Exception) -> None:
@@ -317,11 +317,6 @@ class ClusterImage:
             "producerIds": self.producer_ids.to_json(),
             "zkMigrationState": self.features.zk_migration_state_name,
         }
-
-
-#: What a handler raises for a record it cannot apply (``ReplayProblem``), or for one whose fields are not
-#: what the schema promises.
-_REFUSALS = (ReplayProblem, KeyError, TypeError, ValueError)
 
 
 def _not_applied(rec: Any, error: str) -> str:

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 from kraftlog.schema.metadata import BY_TYPE_NAME
 from kraftlog.schema.records import MetadataRecord
 from kraftlog.state.ids import MIGRATING, sorted_map
-from kraftlog.state.problems import ReplayProblem
+from kraftlog.state.problems import REFUSALS, ReplayProblem
 
 #: PartitionChangeRecord.Leader default: the leader (and so the leader epoch) stays as it is.
 NO_LEADER_CHANGE = -2
@@ -280,7 +280,7 @@ def _run_source() -> Callable[[list, int, dict, set[int] | None], int]:
     lines += ["        i += 1", "    return i"]
     codes = {shape: code for code, shape in enumerate(shapes)}
     return _compiled(lines, "change run", {"MetadataRecord": MetadataRecord, "codes": codes,
-                                            "REFUSALS": (ReplayProblem, KeyError, TypeError, ValueError)})["change_run"]
+                                            "REFUSALS": REFUSALS})["change_run"]
 
 
 _run = _run_source()
