@@ -266,8 +266,8 @@ def test_history_reads_a_topic_id_and_partition_where_entity_of_does():
 
 
 def test_a_partition_changed_again_after_a_mark_leaves_what_the_mark_held_as_it_was():
-    """Between marks a partition changed twice takes the second change in place (``Topics.fresh``), but a
-    state ``after`` may hold (``hold_topic``) is never changed: what it held renders as the mark saw it."""
+    """A state ``after`` may hold (``hold_topic``) is never changed by the block's later changes, those
+    ``Topics.change_run`` takes too: what it held renders as the mark saw it."""
     from kraftlog.state.topics import topic_held_json
 
     recs = [*_records()[:3], _rec("PARTITION_CHANGE_RECORD", 1, partitionId=0, topicId=T, isr=[1]),
@@ -280,37 +280,6 @@ def test_a_partition_changed_again_after_a_mark_leaves_what_the_mark_held_as_it_
     assert shown == {3: [1, 1, 9], 4: [1, 2, 10]}
     p = image.to_json()["topics"]["t"]["partitions"]["0"]
     assert (p["isr"], p["leader"], p["leaderEpoch"], p["partitionEpoch"]) == ([2], 2, 6, 11)
-    assert image.topics.fresh is None  # outside a block every change makes a new state
-
-
-def test_a_replay_changes_in_place_only_the_states_it_made():
-    """``replay`` is unobserved: a partition it changes again takes the change in place, while the states the
-    image had before (which someone may hold) stay as they were; the image is what one by one gives."""
-    from kraftlog.state.topics import merge_partition  # noqa: F811
-
-    recs = _records()[:3]
-    image = ClusterImage.empty()
-    for offset, rec in enumerate(recs):
-        image.apply(rec, offset, 1000 + offset, 3)
-    before = image.topics.by_id[T]["partitions"][0]
-    kept = dict(before)
-    changes = [_rec("PARTITION_CHANGE_RECORD", 1, partitionId=0, topicId=T, isr=[k]) for k in (1, 2, 3)]
-    made = []
-    merged = before
-    for rec in changes:
-        merged = merge_partition(merged, rec.data)
-    real = image.topics.by_id[T]["partitions"]
-
-    class Watched(dict):  # the map of the topic's partitions, noting each state put in it
-        def __setitem__(self, key, value):
-            made.append(value)
-            super().__setitem__(key, value)
-
-    image.topics.by_id[T]["partitions"] = Watched(real)
-    replay([Entry(rec, 3 + k, 2000 + k, 3) for k, rec in enumerate(changes)], image)
-    assert before == kept  # the state from before the replay, unchanged
-    assert image.topics.by_id[T]["partitions"][0] == merged and merged["partitionEpoch"] == 11
-    assert len({id(s) for s in made}) == 1  # one state made, the later changes merged into it in place
 
 
 def test_stretches_of_partition_changes_are_taken_at_once_as_one_by_one_takes_them(monkeypatch):
@@ -362,33 +331,3 @@ def test_stretches_of_partition_changes_are_taken_at_once_as_one_by_one_takes_th
     p = one_by_one.to_json()["topics"]["t"]["partitions"]
     assert [(q["isr"], q["leader"], q["leaderEpoch"], q["partitionEpoch"]) for q in (p["0"], p["1"])] == [
         ([1], -1, 8, 13), ([2, 3], 2, 2, 6)]
-
-
-def test_the_states_named_fresh_are_bounded_and_forgetting_them_changes_nothing(monkeypatch):
-    """``Topics.fresh`` forgets its states when it holds ``_FRESH_KEPT``: they are copied again on their next
-    change. The image stays what one by one gives."""
-    from kraftlog.state import topics
-
-    monkeypatch.setattr(topics, "_FRESH_KEPT", 2)
-    monkeypatch.setattr(topics, "_shaped", {})  # merges generated with the bound above
-    monkeypatch.setattr(topics, "_run", topics._run_source())
-    recs = [_records()[0], *[_rec("PARTITION_RECORD", 1, partitionId=p, topicId=T, replicas=[1, 2], isr=[1, 2],
-                                  removingReplicas=[], addingReplicas=[], leader=1, leaderEpoch=0, partitionEpoch=0)
-                             for p in range(5)]]
-    recs += [_rec("PARTITION_CHANGE_RECORD", 1, partitionId=k % 5, topicId=T, isr=[1 + k % 2]) for k in range(40)]
-    sizes = []
-    merge = topics.Topics.change_run
-
-    def noted(self, recs, start):
-        end = merge(self, recs, start)
-        sizes.append(len(self.fresh))
-        return end
-
-    monkeypatch.setattr(topics.Topics, "change_run", noted)
-    block, one_by_one = ClusterImage.empty(), _General()
-    block.apply_block(_block(recs, [1] * len(recs)))
-    for offset, rec in enumerate(recs):
-        one_by_one.apply(rec, 10 + offset, 2000 + offset, 1)
-    assert block.to_json() == one_by_one.to_json()
-    assert [p["partitionEpoch"] for p in block.to_json()["topics"]["t"]["partitions"].values()] == [8] * 5
-    assert sizes and max(sizes) <= 2

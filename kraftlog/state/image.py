@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -164,20 +163,6 @@ class ClusterImage:
         self.raft.observe_epoch(int(epochs.max()))
         self._at = (int(offsets[-1]), int(epochs[-1]), int(timestamps[-1]))
 
-    @contextmanager
-    def unobserved(self) -> Iterator[None]:
-        """While the block runs nothing outside the image holds a partition state made in it (``replay``,
-        ``apply_block`` between its marks): a partition changed again takes the change in place
-        (``Topics.fresh``), not a copy per change. Nested, the outermost decides."""
-        if self.topics.fresh is not None:
-            yield
-            return
-        self.topics.fresh = set()
-        try:
-            yield
-        finally:
-            self.topics.fresh = None
-
     def apply_block(self, block: Block, marks: list[int] = (), after: Callable[[int], None] | None = None) -> None:
         """``apply`` of each of a block's records in turn, cheaper: its NoOps only advance the image (or
         are held with an open transaction's records, as ``apply`` holds them), and outside a transaction
@@ -189,13 +174,7 @@ class ClusterImage:
         Invariants: outside a transaction the provenance ``apply`` leaves after a record is that record's,
         so it is set once, before a record ``apply`` takes, at a mark and at the end. Only the Raft handlers
         (control records, which ``apply`` takes) see the epochs observed, so those are observed before such a
-        record (the highest up to it, as one by one would leave them), at a mark and at the end. The image is
-        ``unobserved`` between marks: ``after`` may hold what it sees, so the states made before it are not
-        changed in place after it."""
-        with self.unobserved():
-            self._apply_block(block, marks, after)
-
-    def _apply_block(self, block: Block, marks: list[int], after: Callable[[int], None] | None) -> None:
+        record (the highest up to it, as one by one would leave them), at a mark and at the end."""
         active = np.flatnonzero(block.active)
         offsets, timestamps, epochs = block.offsets, block.timestamps, block.epochs
         txn = self.transaction
@@ -246,7 +225,6 @@ class ClusterImage:
                             highest = np.maximum.accumulate(epochs)
                         self.raft.observe_epoch(int(highest[i]))
                         self._at = (int(offsets[i]), int(epochs[i]), int(timestamps[i]))
-                    self.topics.fresh = set()
                     after(i)
             if txn is not None:
                 for j in range(done, len(block)):

@@ -45,11 +45,9 @@ def replay(
     records would be.
 
     Entries at or below the image's offset are skipped: segments may start before the snapshot
-    the image was loaded from. Nothing outside holds what the replay makes until it returns: the image is
-    ``unobserved`` meanwhile."""
-    image = ClusterImage.empty() if image is None else image
-    with rare_full_collections(), image.unobserved():
-        return _replay(entries, image, until, until_time)
+    the image was loaded from."""
+    with rare_full_collections():
+        return _replay(entries, ClusterImage.empty() if image is None else image, until, until_time)
 
 
 def _replay(entries: Iterable[Entry | Block], image: ClusterImage, until: int | None,

@@ -178,15 +178,15 @@ def merge_partition(old: dict, change: dict) -> dict:
     return new
 
 
-def shaped_change(shape: tuple) -> Callable[[dict, dict, set[int] | None], bool]:
+def shaped_change(shape: tuple) -> Callable[[dict, dict], bool]:
     """``Topics._partition_change`` of a change whose field names are ``shape`` (in order), in one call:
     ``merge_partition``'s loop unrolled over the shape's fields, generated from ``PARTITION_CHANGE_RECORD``
     (the KEY fields name the partition; each REPLACE field set from a list unless null, each SENTINEL field
     unless ``unchanged``, bumping what it ``bumps``; ``ALWAYS_BUMPS`` bumped), since a log's changes come in
     a few shapes (an ISR change, an election) and reading the table per record costs more than the merge.
-    It takes the topics by id, the change and ``Topics.fresh``, merges into a state ``fresh`` names in place
-    (else into a copy, which ``fresh`` then names), and returns False, changing nothing, where the partition
-    is not there; whatever may raise does so before anything is set. A shape without both KEY fields, with a
+    It takes the topics by id and the change, puts a new state in place of the partition's (the old one is
+    left as it was: it may be held, ``hold_topic``), and returns False, changing nothing, where the partition
+    is not there; whatever may raise does so before the new state is made. A shape without both KEY fields, with a
     placement field, a leaderRecoveryState (whose values are checked) or a field the table does not name has
     none: ``_unshaped`` (False), so the change takes ``merge_partition``, which says what is wrong. Kept for
     later changes of that shape while fewer than ``_SHAPES_KEPT`` are (``change_run`` takes those)."""
@@ -194,7 +194,7 @@ def shaped_change(shape: tuple) -> Callable[[dict, dict, set[int] | None], bool]
     if lines is None:
         apply = _unshaped
     else:
-        apply = _compiled(["def change_partition(by_id, change, fresh):",
+        apply = _compiled(["def change_partition(by_id, change):",
                            *_indented(lines, "    ", {"FAIL": "return False", "DONE": "return True"})],
                           f"change of {', '.join(shape)}")["change_partition"]
     if len(_shaped) < _SHAPES_KEPT:
@@ -205,16 +205,13 @@ def shaped_change(shape: tuple) -> Callable[[dict, dict, set[int] | None], bool]
     return apply
 
 
-def _unshaped(by_id: dict, change: dict, fresh: set[int] | None) -> bool:
+def _unshaped(by_id: dict, change: dict) -> bool:
     return False
 
 
 #: Shapes (a change's field names in order) -> ``shaped_change``; bounded, as a shape is the input's to choose.
-_shaped: dict[tuple, Callable[[dict, dict, set[int] | None], bool]] = {}
+_shaped: dict[tuple, Callable[[dict, dict], bool]] = {}
 _SHAPES_KEPT = 256
-#: States ``Topics.fresh`` names at most: when full it forgets them (they are copied again on their next change,
-#: then named again), so that the ids of states gone since (a topic removed) do not pile up.
-_FRESH_KEPT = 1 << 13
 _CHANGE_API_KEY = BY_TYPE_NAME["PARTITION_CHANGE_RECORD"].api_key
 
 
@@ -243,12 +240,7 @@ def _merge_lines(shape: tuple) -> list[str] | None:
             if m.bumps is not None:
                 reads.append(f"b{v[name]} = old[{m.bumps!r}] + 1 if s{v[name]} else 0")
                 sets.append(f"    new[{m.bumps!r}] = b{v[name]}")
-    return [*reads, f"epoch = old[{ALWAYS_BUMPS!r}] + 1",
-            "if fresh is None:", "    new = {**old}",
-            "elif id(old) in fresh:", "    new = old",
-            "else:", "    new = {**old}",
-            f"    if len(fresh) >= {_FRESH_KEPT}:", "        fresh.clear()", "    fresh.add(id(new))",
-            *sets, f"new[{ALWAYS_BUMPS!r}] = epoch", f"topic['partitions'][{v['partitionId']}] = new", "DONE"]
+    return [*reads, f"epoch = old[{ALWAYS_BUMPS!r}] + 1", "new = {**old}", *sets, f"new[{ALWAYS_BUMPS!r}] = epoch", f"topic['partitions'][{v['partitionId']}] = new", "DONE"]
 
 
 def _indented(lines: list[str], indent: str, words: dict[str, str]) -> list[str]:
@@ -265,10 +257,10 @@ def _compiled(lines: list[str], name: str, namespace: dict | None = None) -> dic
     return namespace
 
 
-def _run_source() -> Callable[[list, int, dict, set[int] | None], int]:
+def _run_source() -> Callable[[list, int, dict], int]:
     """``change_run``: the shaped changes' bodies inline in one loop, one branch per shape."""
     shapes = [shape for shape, apply in _shaped.items() if apply is not _unshaped]
-    lines = ["def change_run(recs, i, by_id, fresh):", "    n = len(recs)", "    while i < n:",
+    lines = ["def change_run(recs, i, by_id):", "    n = len(recs)", "    while i < n:",
              "        rec = recs[i]",
              f"        if type(rec) is not MetadataRecord or rec.api_key != {_CHANGE_API_KEY} or rec.error is not None:",
              "            return i", "        change = rec.data", "        code = codes.get(tuple(change))",
@@ -292,12 +284,6 @@ class Topics:
     def __init__(self) -> None:
         self.by_id: dict[str, dict] = {}
         self.id_by_name: dict[str, str] = {}
-        #: While nothing outside the image can hold a partition state (``ClusterImage.unobserved``): the ids of
-        #: the states made since, which a change may merge into in place (``shaped_change``); None otherwise,
-        #: when every change makes a new state. A state made before is never changed: it may be held (history
-        #: holds a topic's states at each change it shows, ``hold_topic``). An id of a state made since and gone
-        #: can only name a state made since too, so it is never one that may be held.
-        self.fresh: set[int] | None = None
 
     def handlers(self) -> dict[str, Callable[[dict], None]]:
         return {
@@ -335,11 +321,11 @@ class Topics:
         before and its partition is there, in one loop; returns the index of the first record it left (the
         caller applies it as it applies any record: a refusal, a new shape, another record). A record it
         takes changes the image as ``_partition_change`` changes it; one it leaves changes nothing."""
-        return _run(recs, start, self.by_id, self.fresh)
+        return _run(recs, start, self.by_id)
 
     def _partition_change(self, data: dict) -> None:
         """``merge_partition`` of the change into its partition (by ``shaped_change`` where it can)."""
-        if not (_shaped.get(shape := tuple(data)) or shaped_change(shape))(self.by_id, data, self.fresh):
+        if not (_shaped.get(shape := tuple(data)) or shaped_change(shape))(self.by_id, data):
             self._partition_change_merged(data)
 
     def _partition_change_merged(self, data: dict) -> None:
@@ -385,8 +371,7 @@ class Topics:
 
     def hold_topic(self, topic_id: str) -> tuple[str, dict]:
         """One topic as it stands, for ``topic_held_json`` to render later: a partition's state is replaced,
-        never changed in place once it may be held (``fresh``), so a copy of the topic's map holds them as they
-        are."""
+        never changed in place (``merge_partition``), so a copy of the topic's map holds them as they are."""
         return topic_id, dict(self.by_id[topic_id]["partitions"])
 
     def partition_json(self, topic_id: str, partition_id: int) -> dict | None:
