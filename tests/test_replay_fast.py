@@ -263,3 +263,71 @@ def test_history_reads_a_topic_id_and_partition_where_entity_of_does():
                 assert (rec.data.get(fields[key]) if key in fields else None) == whole[key], rec
                 seen.add(key) if whole[key] is not None else None
     assert seen == {"topic_id", "partition_id"}
+
+
+def test_a_partition_changed_again_after_a_mark_leaves_what_the_mark_held_as_it_was():
+    """A state ``after`` may hold (``hold_topic``) is never changed by the block's later changes, those
+    ``Topics.change_run`` takes too: what it held renders as the mark saw it."""
+    from kraftlog.state.topics import topic_held_json
+
+    recs = [*_records()[:3], _rec("PARTITION_CHANGE_RECORD", 1, partitionId=0, topicId=T, isr=[1]),
+            _rec("PARTITION_CHANGE_RECORD", 1, partitionId=0, topicId=T, leader=2),
+            _rec("PARTITION_CHANGE_RECORD", 1, partitionId=0, topicId=T, isr=[2])]
+    image, held = ClusterImage.empty(), {}
+    image.apply_block(_block(recs, [1] * len(recs)), [3, 4], lambda i: held.update({i: image.topics.hold_topic(T)}))
+    shown = {i: (p := topic_held_json(h)["partitions"]["0"])["isr"] + [p["leader"], p["partitionEpoch"]]
+             for i, h in held.items()}
+    assert shown == {3: [1, 1, 9], 4: [1, 2, 10]}
+    p = image.to_json()["topics"]["t"]["partitions"]["0"]
+    assert (p["isr"], p["leader"], p["leaderEpoch"], p["partitionEpoch"]) == ([2], 2, 6, 11)
+
+
+def test_stretches_of_partition_changes_are_taken_at_once_as_one_by_one_takes_them(monkeypatch):
+    """``Topics.change_run`` takes a block's PartitionChangeRecords of shapes merged before, and leaves to
+    ``apply_block``'s record by record path a shape seen first, a missing partition, a refused value and a
+    transaction's records; the image after any cut and at any mark is what ``apply`` one by one leaves."""
+    from kraftlog.state import topics
+    from kraftlog.state.topics import topic_held_json
+
+    monkeypatch.setattr(topics, "_shaped", {})  # no shape merged yet
+    monkeypatch.setattr(topics, "_run", topics._run_source())
+
+    def change(partition: int, **fields):
+        return _rec("PARTITION_CHANGE_RECORD", 1, partitionId=partition, topicId=T, **fields)
+
+    recs = [*_records()[:2], _rec("PARTITION_RECORD", 1, partitionId=1, topicId=T, replicas=[2, 3], isr=[2, 3],
+                                  removingReplicas=[], addingReplicas=[], leader=2, leaderEpoch=0, partitionEpoch=0),
+            change(0, isr=[1, 2]), change(1, isr=[3]), change(0, isr=[2]), change(0, leader=2), change(1, leader=3),
+            change(4, isr=[1]), change(1, isr=[2, 3]), change(0, leader=3, leaderRecoveryState=7),
+            _rec("NO_OP_RECORD", 0), change(0, isr=[1]), _rec("BEGIN_TRANSACTION_RECORD", 0, name="m"),
+            change(1, isr=[2]), change(0, leader=1), _rec("END_TRANSACTION_RECORD", 0), change(1, isr=[3]),
+            change(0, leader=-1), change(1, leader=2, isr=[2, 3])]
+    epochs = [1] * len(recs)
+    taken = []
+    run = topics.Topics.change_run
+
+    def noted(self, recs, start):
+        end = run(self, recs, start)
+        taken.append(end - start)
+        return end
+
+    monkeypatch.setattr(topics.Topics, "change_run", noted)
+    for cut in range(len(recs) + 1):
+        for marks in ([], [k for k in range(cut) if k % 3 == 2 and not records.is_no_op(recs[k])]):
+            block, one_by_one, seen, expected = ClusterImage.empty(), _General(), {}, {}
+            if cut:
+                block.apply_block(_block(recs, epochs).part(0, cut), marks,
+                                  lambda i, block=block, seen=seen: seen.update(
+                                      {i: (block.topics.hold_topic(T), block.to_json())}))
+            for offset, rec in enumerate(recs[:cut]):
+                one_by_one.apply(rec, 10 + offset, 2000 + offset, 1)
+                if offset in marks:
+                    expected[offset] = (one_by_one.topics.topic_json(T), one_by_one.to_json())
+            assert block.to_json(redact=False) == one_by_one.to_json(redact=False), (cut, marks)
+            assert (block.provenance, block.problems, _held(block)) == (
+                one_by_one.provenance, one_by_one.problems, _held(one_by_one)), (cut, marks)
+            assert {i: (topic_held_json(h), j) for i, (h, j) in seen.items()} == expected, (cut, marks)
+    assert max(taken) >= 2  # a stretch taken at once
+    p = one_by_one.to_json()["topics"]["t"]["partitions"]
+    assert [(q["isr"], q["leader"], q["leaderEpoch"], q["partitionEpoch"]) for q in (p["0"], p["1"])] == [
+        ([1], -1, 8, 13), ([2, 3], 2, 2, 6)]

@@ -173,3 +173,75 @@ def test_the_merge_tables_name_every_field_of_the_schema(record, table):
     from kraftlog.state import topics
     declared = [f.json for f in message_of(record).fields]
     assert sorted(getattr(topics, table)) == sorted(declared)
+
+
+# ``shaped_change``: the merge of a change's shape unrolled, held against ``merge_partition`` (the table read
+# field by field), and refusing the shapes it was not built for.
+
+def test_an_isr_change_and_an_election_give_the_literal_partition_by_their_shaped_merge():
+    from kraftlog.state import topics
+    image = replayed(topic("t", T), partition(T, 0, [1, 2, 3], leaderEpoch=5, partitionEpoch=7),
+                     change(T, 0, isr=[1, 2]), change(T, 0, leader=2, isr=[2]), change(T, 0, leader=-2))
+    assert image.problems == []
+    assert image.to_json()["topics"]["t"]["partitions"]["0"] == {
+        "replicas": [1, 2, 3], "isr": [2], "removingReplicas": [], "addingReplicas": [], "leader": 2,
+        "leaderRecoveryState": 0, "leaderEpoch": 6, "partitionEpoch": 10, "directories": [MIGRATING] * 3,
+        "eligibleLeaderReplicas": [], "lastKnownElr": []}
+    for shape in [("partitionId", "topicId", "isr"), ("partitionId", "topicId", "leader", "isr"),
+                  ("partitionId", "topicId", "leader")]:
+        assert topics._shaped[shape] is not topics._unshaped
+
+
+@pytest.mark.parametrize("shape", [
+    ("partitionId", "topicId", "replicas"), ("partitionId", "topicId", "isr", "directories"),
+    ("partitionId", "topicId", "leaderRecoveryState"), ("partitionId", "topicId", "isr", "foo"),
+    ("partitionId", "leader"), ("topicId", "isr"), (),
+], ids=["replicas", "directories", "recovery state", "unknown field", "no topicId", "no partitionId", "empty"])
+def test_shapes_it_was_not_built_for_are_merged_field_by_field(shape):
+    from kraftlog.state import topics
+    assert topics.shaped_change(shape) is topics._unshaped
+
+
+def test_shaped_merges_equal_the_table_read_field_by_field_on_random_changes():
+    """Random changes (every field of the table, null and unchanged values, missing topics and partitions,
+    values of other types, unknown fields) in random orders: the image and the problems either way."""
+    import json
+    import random
+
+    from kraftlog.state import topics
+    from kraftlog.state.problems import ReplayProblem
+    values = {
+        "isr": [None, [], [1], [2, 3], (4,), 5], "removingReplicas": [None, [], [3], 5], "addingReplicas": [None, [4], 5],
+        "eligibleLeaderReplicas": [None, [], [1, 2], 5], "lastKnownElr": [None, [3], 5],
+        "leader": [-2, -1, 1, 3, None, "x"], "leaderRecoveryState": [-1, 0, 1, 7],
+        "replicas": [None, [1, 2, 3], [3, 4]], "directories": [None, [], [D1, D2, D3]], "foo": [1],
+    }
+    rng = random.Random(18)
+
+    def random_change() -> dict:
+        names = rng.sample(sorted(values), rng.randint(0, 4))
+        data = {name: rng.choice(values[name]) for name in names}
+        keys = [("topicId", rng.choice([T, T, T, uuid(9)])), ("partitionId", rng.choice([0, 0, 0, 1]))]
+        for name, value in keys:
+            if rng.random() < 0.97:
+                data[name] = value
+        return dict(rng.sample(list(data.items()), len(data)))
+
+    shaped = 0
+    for _ in range(3000):
+        changes = [random_change(), random_change()]
+        got = []
+        for apply in (topics.Topics._partition_change, topics.Topics._partition_change_merged):
+            t = topics.Topics()
+            t._topic({"name": "t", "topicId": T})
+            t._partition({"partitionId": 0, "topicId": T, "replicas": [1, 2, 3], "isr": [1, 2], "leader": 1,
+                          "leaderEpoch": 5, "partitionEpoch": 7, "leaderRecoveryState": 1})
+            for data in changes:
+                try:
+                    apply(t, data)
+                    got.append(json.dumps(t.by_id, default=repr))  # key order too: it is the image's JSON's
+                except (ReplayProblem, KeyError, TypeError, ValueError) as exc:
+                    got.append((type(exc), str(exc), json.dumps(t.by_id, default=repr)))
+        assert got[0:2] == got[2:4], changes
+        shaped += sum(topics._shaped.get(tuple(data), topics._unshaped) is not topics._unshaped for data in changes)
+    assert shaped > 600  # the comparison reached the shaped merges

@@ -17,7 +17,7 @@ from kraftlog.state.brokers import Brokers
 from kraftlog.state.configs import TOPIC, Configs
 from kraftlog.state.controllers import Controllers
 from kraftlog.state.features import Features
-from kraftlog.state.problems import Problem, ReplayProblem
+from kraftlog.state.problems import REFUSALS, Problem, ReplayProblem
 from kraftlog.state.producer_ids import ProducerIds
 from kraftlog.state.quotas import ClientQuotas
 from kraftlog.state.raft import Raft
@@ -126,7 +126,7 @@ class ClusterImage:
             # the general path's last branch, without its tests: most of a log's records (``_run`` inline)
             try:
                 handler(rec.data)
-            except _REFUSALS as exc:
+            except REFUSALS as exc:
                 self._refused(rec, offset, exc)
             self._at = (offset, epoch, timestamp)
             return
@@ -166,7 +166,8 @@ class ClusterImage:
     def apply_block(self, block: Block, marks: list[int] = (), after: Callable[[int], None] | None = None) -> None:
         """``apply`` of each of a block's records in turn, cheaper: its NoOps only advance the image (or
         are held with an open transaction's records, as ``apply`` holds them), and outside a transaction
-        a decoded metadata record goes to its handler by api key, ``apply``'s first branch inline.
+        a decoded metadata record goes to its handler by api key, ``apply``'s first branch inline, and a
+        stretch of PartitionChangeRecords to ``Topics.change_run``, which takes them as their handler would.
         ``after(i)`` is called right after record ``i`` of ``marks`` (increasing indices of records that are
         not NoOps) is applied, the image then as ``apply`` would leave it: a block is not cut to look at it.
 
@@ -188,13 +189,20 @@ class ClusterImage:
             indices, recs = active.tolist(), list(map(decoded.__getitem__, block.kv[active].tolist()))
             runs = [(indices, recs)] if not len(marks) else [
                 (indices[lo:hi], recs[lo:hi]) for lo, hi in itertools.pairwise([0, *ends.tolist(), len(indices)])]
+            change_run = self.topics.change_run
             for k, (run_indices, run_recs) in enumerate(runs):
-                for i, rec in zip(run_indices, run_recs, strict=True):
+                at, m = 0, len(run_recs)
+                while at < m:
+                    if txn is None and (taken := change_run(run_recs, at)) > at:  # its partition changes, at once
+                        done, at = run_indices[taken - 1] + 1, taken
+                        if at == m:
+                            break
+                    i, rec = run_indices[at], run_recs[at]
                     if txn is None and type(rec) is MetadataRecord and rec.error is None and (
                             handler := by_api_key.get(rec.api_key)) is not None:
                         try:
                             handler(rec.data)
-                        except _REFUSALS as exc:
+                        except REFUSALS as exc:
                             self._refused(rec, int(offsets[i]), exc)
                     elif txn is not None:  # its records are held, the NoOps among them too
                         for j in range(done, i + 1):
@@ -209,6 +217,7 @@ class ClusterImage:
                         apply(rec, int(offsets[i]), int(timestamps[i]), int(epochs[i]))
                         txn = self.transaction
                     done = i + 1
+                    at += 1
                 if k < len(marks):
                     i = done - 1
                     if txn is None:
@@ -226,7 +235,7 @@ class ClusterImage:
     def _run(self, handler: Callable[[dict], None], rec: Any, offset: int) -> None:
         try:
             handler(rec.data)
-        except _REFUSALS as exc:
+        except REFUSALS as exc:
             self._refused(rec, offset, exc)
 
     def _refused(self, rec: Any, offset: int, exc: Exception) -> None:
@@ -286,11 +295,6 @@ class ClusterImage:
             "producerIds": self.producer_ids.to_json(),
             "zkMigrationState": self.features.zk_migration_state_name,
         }
-
-
-#: What a handler raises for a record it cannot apply (``ReplayProblem``), or for one whose fields are not
-#: what the schema promises.
-_REFUSALS = (ReplayProblem, KeyError, TypeError, ValueError)
 
 
 def _not_applied(rec: Any, error: str) -> str:

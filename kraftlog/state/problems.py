@@ -11,6 +11,11 @@ class ReplayProblem(KraftlogError):
     Domain handlers raise it before they change anything, so a skipped record leaves no trace."""
 
 
+#: What a handler raises for a record it cannot apply (``ReplayProblem``), or for one whose fields are not
+#: what the schema promises: the image reports these and skips the record.
+REFUSALS = (ReplayProblem, KeyError, TypeError, ValueError)
+
+
 @dataclass(frozen=True, slots=True)
 class Problem:
     """Why the record at ``offset`` did not change the image."""

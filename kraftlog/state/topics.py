@@ -6,11 +6,14 @@ fold (``spark/partition_fold.py``), which refuses what they name and it was not 
 the schema declares and these tables do not name fails ``tests/test_state_partition_change.py``.
 """
 
+import linecache
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from kraftlog.schema.metadata import BY_TYPE_NAME
+from kraftlog.schema.records import MetadataRecord
 from kraftlog.state.ids import MIGRATING, sorted_map
-from kraftlog.state.problems import ReplayProblem
+from kraftlog.state.problems import REFUSALS, ReplayProblem
 
 #: PartitionChangeRecord.Leader default: the leader (and so the leader epoch) stays as it is.
 NO_LEADER_CHANGE = -2
@@ -175,6 +178,106 @@ def merge_partition(old: dict, change: dict) -> dict:
     return new
 
 
+def shaped_change(shape: tuple) -> Callable[[dict, dict], bool]:
+    """``Topics._partition_change`` of a change whose field names are ``shape`` (in order), in one call:
+    ``merge_partition``'s loop unrolled over the shape's fields, generated from ``PARTITION_CHANGE_RECORD``
+    (the KEY fields name the partition; each REPLACE field set from a list unless null, each SENTINEL field
+    unless ``unchanged``, bumping what it ``bumps``; ``ALWAYS_BUMPS`` bumped), since a log's changes come in
+    a few shapes (an ISR change, an election) and reading the table per record costs more than the merge.
+    It takes the topics by id and the change, puts a new state in place of the partition's (the old one is
+    left as it was: it may be held, ``hold_topic``), and returns False, changing nothing, where the partition
+    is not there; whatever may raise does so before the new state is made. A shape without both KEY fields, with a
+    placement field, a leaderRecoveryState (whose values are checked) or a field the table does not name has
+    none: ``_unshaped`` (False), so the change takes ``merge_partition``, which says what is wrong. Kept for
+    later changes of that shape while fewer than ``_SHAPES_KEPT`` are (``change_run`` takes those)."""
+    lines = _merge_lines(shape)
+    if lines is None:
+        apply = _unshaped
+    else:
+        apply = _compiled(["def change_partition(by_id, change):",
+                           *_indented(lines, "    ", {"FAIL": "return False", "DONE": "return True"})],
+                          f"change of {', '.join(shape)}")["change_partition"]
+    if len(_shaped) < _SHAPES_KEPT:
+        _shaped[shape] = apply
+        if apply is not _unshaped:
+            global _run
+            _run = _run_source()
+    return apply
+
+
+def _unshaped(by_id: dict, change: dict) -> bool:
+    return False
+
+
+#: Shapes (a change's field names in order) -> ``shaped_change``; bounded, as a shape is the input's to choose.
+_shaped: dict[tuple, Callable[[dict, dict], bool]] = {}
+_SHAPES_KEPT = 256
+_CHANGE_API_KEY = BY_TYPE_NAME["PARTITION_CHANGE_RECORD"].api_key
+
+
+def _merge_lines(shape: tuple) -> list[str] | None:
+    """The body of a shaped change (``FAIL``: the partition is not there; ``DONE``: merged), or None."""
+    keys = [name for name in shape if PARTITION_CHANGE_RECORD.get(name, Merge(None)).rule == KEY]
+    if sorted(keys) != sorted(name for name, m in PARTITION_CHANGE_RECORD.items() if m.rule == KEY):
+        return None
+    v = {name: f"v{k}" for k, name in enumerate(shape)}
+    reads = [f"({''.join(f'{v[name]}, ' for name in shape)}) = change.values()",
+             f"topic = by_id.get({v['topicId']})",
+             f"old = None if topic is None else topic['partitions'].get({v['partitionId']})",
+             "if old is None:", "    FAIL"]
+    sets = []
+    for name in shape:
+        m = PARTITION_CHANGE_RECORD.get(name)
+        if m is None or m.rule == PLACEMENT or _SENTINELS.get(name, (None,) * 4)[3]:
+            return None
+        if m.rule == REPLACE:
+            reads += [f"if {v[name]} is not None:", f"    {v[name]} = list({v[name]})"]
+            sets += [f"if {v[name]} is not None:", f"    new[{m.state!r}] = {v[name]}"]
+        elif m.rule == SENTINEL:
+            assert type(m.unchanged) is int, m  # written into the source as it reads
+            reads.append(f"s{v[name]} = not {v[name]} == {m.unchanged!r}")
+            sets += [f"if s{v[name]}:", f"    new[{m.state!r}] = {v[name]}"]
+            if m.bumps is not None:
+                reads.append(f"b{v[name]} = old[{m.bumps!r}] + 1 if s{v[name]} else 0")
+                sets.append(f"    new[{m.bumps!r}] = b{v[name]}")
+    return [*reads, f"epoch = old[{ALWAYS_BUMPS!r}] + 1", "new = {**old}", *sets, f"new[{ALWAYS_BUMPS!r}] = epoch", f"topic['partitions'][{v['partitionId']}] = new", "DONE"]
+
+
+def _indented(lines: list[str], indent: str, words: dict[str, str]) -> list[str]:
+    """``lines`` indented, with ``FAIL`` and ``DONE`` as the caller has them."""
+    return [indent + line.replace("FAIL", words["FAIL"]).replace("DONE", words["DONE"]) for line in lines]
+
+
+def _compiled(lines: list[str], name: str, namespace: dict | None = None) -> dict:
+    text = "\n".join(lines) + "\n"
+    filename = f"<kraftlog {name}>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)  # for tracebacks
+    namespace = {} if namespace is None else namespace
+    exec(compile(text, filename, "exec"), namespace)
+    return namespace
+
+
+def _run_source() -> Callable[[list, int, dict], int]:
+    """``change_run``: the shaped changes' bodies inline in one loop, one branch per shape."""
+    shapes = [shape for shape, apply in _shaped.items() if apply is not _unshaped]
+    lines = ["def change_run(recs, i, by_id):", "    n = len(recs)", "    while i < n:",
+             "        rec = recs[i]",
+             f"        if type(rec) is not MetadataRecord or rec.api_key != {_CHANGE_API_KEY} or rec.error is not None:",
+             "            return i", "        change = rec.data", "        code = codes.get(tuple(change))",
+             "        if code is None:", "            return i"]
+    for code, shape in enumerate(shapes):
+        lines += [f"        {'if' if code == 0 else 'elif'} code == {code}:", "            try:",
+                  *_indented(_merge_lines(shape), "                ", {"FAIL": "return i", "DONE": "pass"}),
+                  "            except REFUSALS:", "                return i"]
+    lines += ["        i += 1", "    return i"]
+    codes = {shape: code for code, shape in enumerate(shapes)}
+    return _compiled(lines, "change run", {"MetadataRecord": MetadataRecord, "codes": codes,
+                                            "REFUSALS": REFUSALS})["change_run"]
+
+
+_run = _run_source()
+
+
 class Topics:
     """Topic id -> {name, topicId, partitions}, plus the name index Kafka keeps beside it."""
 
@@ -212,7 +315,20 @@ class Topics:
         topic = self._topic_or_problem(data["topicId"], "PartitionRecord")
         topic["partitions"][data["partitionId"]] = new_partition(data)
 
+    def change_run(self, recs: list, start: int) -> int:
+        """``_partition_change`` of ``recs[start:]`` (``ClusterImage.apply_block``'s records, outside a
+        transaction) while each is a decoded PartitionChangeRecord of a shape ``shaped_change`` has merged
+        before and its partition is there, in one loop; returns the index of the first record it left (the
+        caller applies it as it applies any record: a refusal, a new shape, another record). A record it
+        takes changes the image as ``_partition_change`` changes it; one it leaves changes nothing."""
+        return _run(recs, start, self.by_id)
+
     def _partition_change(self, data: dict) -> None:
+        """``merge_partition`` of the change into its partition (by ``shaped_change`` where it can)."""
+        if not (_shaped.get(shape := tuple(data)) or shaped_change(shape))(self.by_id, data):
+            self._partition_change_merged(data)
+
+    def _partition_change_merged(self, data: dict) -> None:
         topic = self.by_id.get(data["topicId"]) or self._topic_or_problem(data["topicId"], "PartitionChangeRecord")
         partition_id = data["partitionId"]
         partitions = topic["partitions"]
