@@ -422,3 +422,70 @@ def test_the_fold_carries_records_that_move_no_partition(tmp_path, monkeypatch):
                                     "broker 2 carries epoch 99, but the registration has epoch 12")
     assert [e.detail for e in m.controller_events] == ["registered, incarnation AAAAAAAAAAAAAAAAAAAABQ"]
     assert m.untimed == 1 and m.type_totals["CONFIG_RECORD"] == 7 and m.type_totals["PRODUCER_IDS_RECORD"] == 2
+
+
+def _walker():
+    return collect_module._Walker(collect_module.Timeline("", "", 1, ""), ClusterImage(), 10, True)
+
+
+def test_isrs_compared_as_bits_agree_with_sets(monkeypatch):
+    """``_isr_moves_of`` and ``_isr_holds`` on ISRs of brokers 0..62 as bits give what the sets give, and ISRs
+    holding another broker (63, -1) are taken as sets: literal values, then every pair both ways."""
+    import numpy as np
+
+    w = _walker()
+    isrs = [(1, 2, 3), (1, 2), (2, 3), (5, 5), (5,), (), (0,), (62,), (0, 62), (63,), (1, 63), (-1, 2)]
+    codes = np.asarray([w._isr_code(i) for i in isrs], np.int64)
+    was, new = np.repeat(codes, len(codes)), np.tile(codes, len(codes))
+
+    def moves(masked: bool, a, b):
+        monkeypatch.setattr(collect_module, "MASKED_ISRS", masked)
+        shrank, grew = w._isr_moves_of(np.asarray(a), np.asarray(b), np.ones(len(a), bool))
+        return shrank.tolist(), grew.tolist()
+
+    def holds(masked: bool, isr, leader):
+        monkeypatch.setattr(collect_module, "MASKED_ISRS", masked)
+        return w._isr_holds(np.asarray(isr), np.asarray(leader), np.asarray(leader) >= 0).tolist()
+
+    at = {isr: int(c) for isr, c in zip(isrs, codes, strict=True)}
+    pairs = [((1, 2, 3), (1, 2)), ((1, 2), (2, 3)), ((5, 5), (5,)), ((), (0,)), ((0, 62), (62,)), ((2, 3), (1, 2, 3))]
+    for extra, also in (([], []), ([((1, 2), (1, 63))], [True])):  # all as bits; then one ISR taken as a set
+        a, b = [at[x] for x, _ in pairs + extra], [at[y] for _, y in pairs + extra]
+        assert moves(True, a, b) == ([True, True, False, False, True, False, *also], [False, True, False, True, False, True, *also])
+    cases = [((1, 2, 3), 3), ((1, 2, 3), 4), ((62,), 62), ((0, 62), 0), ((1, 2), 63), ((), 0), ((5, 5), 5), ((0, 62), 64)]
+    for extra, also in (([], []), ([((1, 63), 63)], [True])):
+        isr, leader = [at[x] for x, _ in cases + extra], [b for _, b in cases + extra]
+        assert holds(True, isr, leader) == [True, False, True, True, False, False, True, False, *also]
+    for masked in (True, False):  # every pair: the bits where they can be, the sets where not, agree
+        assert moves(masked, was, new) == moves(False, was, new)
+        leaders = np.arange(-1, 66)
+        assert holds(masked, np.repeat(codes, len(leaders)), np.tile(leaders, len(codes))) == \
+            holds(False, np.repeat(codes, len(leaders)), np.tile(leaders, len(codes)))
+    bits = w._isr_masks()
+    assert bits[at[(0, 62)]] == 1 | 1 << 62 and bits[at[(5, 5)]] == 1 << 5 and bits[at[(1, 63)]] == -1 == bits[at[(-1, 2)]]
+
+
+def test_kinds_told_once_stay_right_when_the_record_cache_is_full(tmp_path, monkeypatch):
+    """When ``_kinds``' cache of told records is full it keeps the walk's own: a tiny cache (full at every walk)
+    gives the model, page and image ``add`` gives, and records met again in later walks are not told again."""
+    out = tmp_path / "busy"
+    assert main(["generate", str(out), "--duration", "6h", "--brokers", "5", "--topics", "12", "--seed", "7",
+                 "--events-per-hour", "120"]) == 0
+    node = find_nodes(str(out))[0]
+    told, walked = [], {}
+    kind, kinds = collect_module._Walker._kind, collect_module._Walker._kinds
+
+    def counting(self, rec):
+        told.append(1)
+        return kind(self, rec)
+
+    def walks(self, run):
+        walked.setdefault(id(run.decoded), (run.decoded, len({id(v) for v in run.decoded if v is not None})))
+        return kinds(self, run)
+
+    monkeypatch.setattr(collect_module._Walker, "_kind", counting)
+    monkeypatch.setattr(collect_module._Walker, "_kinds", walks)
+    monkeypatch.setattr(collect_module, "_SEEN_MAX", 8)
+    assert _both(node, tmp_path, monkeypatch)["changes"] > 100
+    # (7 walks of 6,789 values, 4,767 told when written: emptied when full, each walk's would all be told)
+    assert len(walked) > 3 and 0 < len(told) < sum(n for _, n in walked.values()) - 1000

@@ -35,6 +35,7 @@ from kraftlog.report.model import (
 from kraftlog.report.partitions import TOP_PARTITIONS
 from kraftlog.schema import MetadataRecord
 from kraftlog.schema.entity import ACL_RESOURCE_TYPES
+from kraftlog.schema.metadata import BY_TYPE_NAME
 from kraftlog.schema.redact import REDACTED, is_secret_config
 from kraftlog.state.acls import OPERATIONS, PERMISSION_TYPES
 from kraftlog.state.brokers import Brokers, broker_state
@@ -67,6 +68,9 @@ REMOVED_KEPT: int | None = TOP_PARTITIONS
 _PARTITION_KINDS = frozenset({"PARTITION_RECORD", "PARTITION_CHANGE_RECORD"})
 _NO_FLAGS = (False,) * len(HEALTH)  # a partition that is not there
 _OTHER, _NOOP, _CHANGE = 0, 1, 2  # what a record of a ``Block`` is to ``add_records``
+#: Whether ISRs of brokers 0.._MASK_BITS-1 are compared as bits (``_isr_masks``; tests compare both ways).
+MASKED_ISRS = True
+_MASK_BITS = 63  # bits of an int64 a broker may take (the sign bit not)
 _REGISTRY_MAX = 1 << 18  # partitions and ISRs named by number in folds, before the numbers start over
 #: A held partition's columns (``_Walker.cols``): its state's leader and ISR (by number), its track's, its
 #: replicas, ELR set, topic (by number), epochs, health flags, and the churn its track has not been told yet.
@@ -92,7 +96,7 @@ _TOPIC_KINDS = frozenset({"TOPIC_RECORD", "REMOVE_TOPIC_RECORD"})  # they replac
 #: Records that leave what ``min_isr`` reads (configs, topic names, the epoch's leader) as it was: the min ISRs
 #: known stay known across them (any other record forgets them).
 _KEEPS_MIN_ISR = _PARTITION_KINDS | (_READS_NO_PARTITION - {"CONFIG_RECORD", END, "LEADER_CHANGE"})
-_SEEN_MAX = 1 << 14  # decoded records whose kind is remembered across walks
+_SEEN_MAX = 1 << 15  # decoded records whose kind is remembered across walks
 #: Records a fold carries in log order, each through ``_apply`` as ``add`` takes it, counted with the stretch's
 #: others: they read and move no partition, broker, epoch leader or min ISR (a config only when not of
 #: min.insync.replicas), so the stretch's changes fold the same around them. All of them read no partition.
@@ -101,6 +105,8 @@ _ASIDE_TYPES = ("CONFIG_RECORD", "CLIENT_QUOTA_RECORD", "ACCESS_CONTROL_ENTRY_RE
                 "REMOVE_DELEGATION_TOKEN_RECORD", "PRODUCER_IDS_RECORD", "REGISTER_CONTROLLER_RECORD")
 _ASIDE = 3  # the first aside's code in ``add_records``' kinds, one per type
 _ASIDE_CODES = {name: _ASIDE + i for i, name in enumerate(_ASIDE_TYPES)}
+_ASIDE_BY_KEY = {BY_TYPE_NAME[name].api_key: code for name, code in _ASIDE_CODES.items()}  # (``_kind``)
+_NO_OP_KEY, _CONFIG_KEY = BY_TYPE_NAME[NO_OP].api_key, BY_TYPE_NAME["CONFIG_RECORD"].api_key
 #: Broker records a fold carries as asides when no partition's health moves at them or reads them before
 #: (``_past_brokers``): they leave their broker as available to lead as it was (registered and unfenced, or
 #: not), or it leads no partition up to them in the stretch.
@@ -172,6 +178,7 @@ class _Walker:
         self.isr_codes: dict[tuple[int, ...], int] = {}  # ISR -> its number in folds
         self.isrs: list[tuple[int, ...]] = []
         self.isr_sizes = np.zeros(0, np.int64)
+        self.isr_masks = np.zeros(0, np.int64)
         self.isr_moves: dict[tuple[int, int], tuple[bool, bool]] = {}  # (old, new ISR) -> shrank, grew
         self.skipped: set[int] = set()  # partitions a fold cannot take until the next record added
         # Partitions a fold changed hold their state in ``cols`` (by number) until a record that reads it
@@ -316,13 +323,21 @@ class _Walker:
                 self.key_codes, self.keys, self.isr_codes, self.isrs, self.isr_moves = {}, [], {}, [], {}
                 self.topic_codes, self.topic_ids = {}, []
                 self.topic_min_isr = np.zeros((0, 2), np.int64)
-                self.isr_sizes = np.zeros(0, np.int64)
+                self.isr_sizes = self.isr_masks = np.zeros(0, np.int64)
                 self.skipped.clear()
                 self.kinds_seen = {}
-            if not self.kinds_seen or len(self.kinds_seen) > _SEEN_MAX:
+            if not self.kinds_seen:
                 self.kinds_seen, self.kinds_held, self.kind_rows = {}, [], np.zeros((0, 4), np.int64)
             seen, decoded = self.kinds_seen, run.decoded  # a decoded record is shared across walks
             numbers = list(map(seen.get, map(id, decoded)))  # (``decode_metadata``'s cache)
+            if len(seen) > _SEEN_MAX:  # full: only this walk's records kept (the next walks' likeliest)
+                kept = [i for i, n in enumerate(numbers) if n is not None]
+                rows = [numbers[i] for i in kept]
+                self.kinds_held = [decoded[i] for i in kept]
+                seen = self.kinds_seen = {id(v): n for n, v in enumerate(self.kinds_held)}
+                self.kind_rows = self.kind_rows[np.asarray(rows, np.int64)].reshape(-1, 4)
+                for n, i in enumerate(kept):
+                    numbers[i] = n
             if None in numbers:
                 rows = []
                 for i in [i for i, n in enumerate(numbers) if n is None]:
@@ -340,12 +355,13 @@ class _Walker:
         return table[:, 0], table[:, 1], table[:, 2], table[:, 3]
 
     def _kind(self, rec: Any) -> tuple[int, int, int, int]:
-        if rec is None:  # a walk's value no record of the block names
+        if type(rec) is not MetadataRecord or rec.error is not None:  # (None: a walk's value no record names)
             return _OTHER, -1, 0, -1
-        if FAST_NOOPS and is_no_op(rec):
-            return _NOOP, -1, 0, -1
-        if type(rec) is MetadataRecord and rec.error is None and (aside := _ASIDE_CODES.get(rec.type)) is not None:
-            return (aside if rec.type != "CONFIG_RECORD" or rec.data.get("name") != MIN_ISR else _OTHER), -1, 0, -1
+        api_key = rec.api_key
+        if api_key == _NO_OP_KEY:
+            return (_NOOP if FAST_NOOPS else _OTHER), -1, 0, -1
+        if (aside := _ASIDE_BY_KEY.get(api_key)) is not None:
+            return (aside if api_key != _CONFIG_KEY or rec.data.get("name") != MIN_ISR else _OTHER), -1, 0, -1
         change = change_of(rec)
         if change is None:
             return _OTHER, -1, 0, -1
@@ -368,6 +384,15 @@ class _Walker:
         if len(self.isr_sizes) < len(self.isrs):
             self.isr_sizes = np.append(self.isr_sizes, [len(i) for i in self.isrs[len(self.isr_sizes):]]).astype(np.int64)
         return self.isr_sizes
+
+    def _isr_masks(self) -> np.ndarray:
+        """Each numbered ISR as a set of brokers in bits (broker b: bit b), -1 for one holding a broker
+        outside 0.._MASK_BITS-1 (``_isr_moves_of`` and ``_isr_holds`` take such ISRs as sets)."""
+        if len(self.isr_masks) < len(self.isrs):
+            new = [sum(1 << b for b in set(i)) if all(0 <= b < _MASK_BITS for b in i) else -1
+                   for i in self.isrs[len(self.isr_masks):]]
+            self.isr_masks = np.append(self.isr_masks, np.asarray(new, np.int64))
+        return self.isr_masks
 
     def _stretch(self, run: Block, a: int, kind: np.ndarray, key: np.ndarray, leader: np.ndarray,
                  stops: dict[int, np.ndarray]
@@ -822,6 +847,11 @@ class _Walker:
         sel = np.flatnonzero(changed)
         if not len(sel):
             return shrank, grew
+        masks = self._isr_masks()
+        before, after = masks[was[sel]], masks[new[sel]]
+        if MASKED_ISRS and (before >= 0).all() and (after >= 0).all():
+            shrank[sel], grew[sel] = (before & ~after) != 0, (after & ~before) != 0
+            return shrank, grew
         width = len(self.isrs)
         pairs, inverse = np.unique(was[sel] * width + new[sel], return_inverse=True)  # one number per pair
         found = []
@@ -839,7 +869,12 @@ class _Walker:
         """Whether each asked record's leader (a broker) is in the ISR it had before (others: True)."""
         out = np.ones(len(isr), bool)
         sel = np.flatnonzero(asked)
-        if len(sel):
+        if not len(sel):
+            return out
+        masks, asked_leader = self._isr_masks()[isr[sel]], leader[sel]
+        if MASKED_ISRS and (masks >= 0).all():
+            out[sel] = (asked_leader < _MASK_BITS) & ((masks >> np.minimum(asked_leader, _MASK_BITS - 1)) & 1 != 0)
+        else:
             width = int(leader[sel].max()) + 1
             pairs, inverse = np.unique(isr[sel] * width + leader[sel], return_inverse=True)
             holds = [b in self.isrs[a] for a, b in zip(*(x.tolist() for x in divmod(pairs, width)), strict=True)]
@@ -1205,18 +1240,10 @@ def _tally(counter, kinds: np.ndarray) -> None:
     """Count the records of ``kinds`` (a fold's) in ``counter`` by type, a type first met first."""
     if not len(kinds):
         return
-    if int(kinds.max()) < _ASIDE:  # NoOps and changes only: most stretches
-        met = []
-        for code in (_NOOP, _CHANGE):
-            at = np.flatnonzero(kinds == code)
-            if len(at):
-                met.append((int(at[0]), _NAMES[code], len(at)))
-        for _, name, n in sorted(met):
-            counter[name] += n
-        return
-    codes, first, counts = np.unique(kinds, return_index=True, return_counts=True)
-    for j in np.argsort(first).tolist():
-        counter[_NAMES[int(codes[j])]] += int(counts[j])
+    counts = np.bincount(kinds)
+    met = [(int(np.argmax(kinds == code)), code, n) for code, n in enumerate(counts.tolist()) if n]
+    for _, code, n in sorted(met):
+        counter[_NAMES[code]] += n
 
 
 def _unavailable(registration: dict | None) -> bool:

@@ -28,6 +28,7 @@ from kraftlog.state.topics import (
 
 CHANGE = "PARTITION_CHANGE_RECORD"
 _MESSAGE = BY_TYPE_NAME[CHANGE]
+_VERSIONS = frozenset(_MESSAGE.valid_versions)  # (a set: ``in`` without a Python call)
 #: The fields the fold reads, with the merge it applies: the key, the ISR replaced when set, the
 #: leader replaced unless -2 (bumping the leader epoch); every record bumps the partition epoch.
 TAKEN: dict[str, Merge] = {
@@ -63,8 +64,7 @@ def change_of(rec: Any) -> tuple[tuple[str, int], int, tuple[int, ...] | None] |
     """((topic id, partition), leader (-2: unchanged), ISR (None: unchanged)) of a PartitionChangeRecord
     the fold takes; None for any other record."""
     if (type(rec) is not MetadataRecord or rec.api_key != _MESSAGE.api_key or rec.error is not None
-            or rec.decoded_as is not None or rec.unknown_tags or rec.version not in _MESSAGE.valid_versions
-            or not BUILT):
+            or rec.decoded_as is not None or rec.unknown_tags or rec.version not in _VERSIONS or not BUILT):
         return None
     data = rec.data
     if not data.keys() <= TAKEN.keys():
