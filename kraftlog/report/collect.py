@@ -17,13 +17,13 @@ from kraftlog.files.copies import Log
 from kraftlog.files.logdir import NodeDir
 from kraftlog.files.reader import Limits
 from kraftlog.files.records import NO_OP, Block, Entry, ReadProblems, is_no_op
+from kraftlog.report.cells import Cells
 from kraftlog.report.columns import CHANGE, LEADER_EPOCH, PARTITION_EPOCH, change_of
 from kraftlog.report.model import (
     HEALTH,
     BrokerLane,
     Bucket,
     Capped,
-    Cell,
     Epoch,
     Event,
     Health,
@@ -81,6 +81,8 @@ _CHURN = slice(_FLAGS.stop, _FLAGS.stop + 4)  # leader changes, shrinks, expands
 #: none), then ``Cell``'s fields in order.
 _CELL = slice(_CHURN.stop, _CHURN.stop + 11)
 _NO_CELL = (-1,) + (0,) * (_CELL.stop - _CELL.start - 1)
+_TRACK_NO = _CELL.stop  # the partition's track, by its number in ``_Cells``
+_WIDTH = _TRACK_NO + 1
 #: Records whose replay and effect read no partition's state, track or flags but through ``_recheck`` and
 #: ``_broker`` (which write back the held partitions they read): held partitions stay held across them. The
 #: transaction markers too: no fold runs while a transaction is open (``_stretch``), and each record it holds
@@ -186,11 +188,12 @@ class _Walker:
         # ``leader_of`` are written back then, not after each stretch.
         # ``cols`` has a row (slot) per partition held at once, not per partition named: a log's topic churn
         # does not grow it.
-        self.cols = np.zeros((0, _CELL.stop), np.int64)
+        self.cols = np.zeros((0, _WIDTH), np.int64)
         self.slot_of = np.zeros(0, np.int64)  # partition number -> its row in ``cols`` (-1: not held)
         self.code_of = np.zeros(0, np.int64)  # row of ``cols`` -> the partition held there (-1: free)
         self.free: list[int] = []
         self.held: dict[int, tuple] = {}  # number -> (key, its topic's partitions, its state when held, track)
+        self.cells = Cells(model.partitions)
         self.topic_codes: dict[str, int] = {}  # topic id -> its number in ``cols``
         self.topic_ids: list[str] = []
         model.start_topics = len(self.topic_names)
@@ -512,12 +515,12 @@ class _Walker:
             rows.append((part["leader"], self._isr_code(isr) if isr_code is None else isr_code, track.leader,
                          self._isr_code(track.isr) if track_isr is None else track_isr, len(part["replicas"]),
                          bool(part["eligibleLeaderReplicas"]), topic_code, part[LEADER_EPOCH], part[PARTITION_EPOCH],
-                         *old, 0, 0, 0, 0, *_NO_CELL))
+                         *old, 0, 0, 0, 0, *_NO_CELL, self.cells.number(track)))
         if taken:
             while len(self.free) < len(taken):
                 grown = max(len(self.cols), 256)
                 self.free += range(len(self.cols) + grown - 1, len(self.cols) - 1, -1)
-                self.cols = np.concatenate([self.cols, np.zeros((grown, _CELL.stop), np.int64)])
+                self.cols = np.concatenate([self.cols, np.zeros((grown, _WIDTH), np.int64)])
                 self.code_of = np.concatenate([self.code_of, np.full(grown, -1, np.int64)])
             slots = [self.free.pop() for _ in taken]
             self.cols[slots] = rows
@@ -532,10 +535,9 @@ class _Walker:
             return
         isrs, health, held, leader_of = self.isrs, self.health, self.held, self.leader_of
         slots = self.slot_of[codes]
+        self._close_cells(codes)
         for code, row in zip(codes, self.cols[slots].tolist(), strict=True):
             key, partitions, part, track = held.pop(code)
-            if row[_CELL.start] >= 0:
-                _put_cell(track, *row[_CELL])
             leader = row[_LEADER]
             if row[_PARTITION_EPOCH] != part[PARTITION_EPOCH]:  # every record the fold takes bumps it
                 new = dict(part)
@@ -784,13 +786,12 @@ class _Walker:
         cells = np.stack([where, offsets[at[f]], ts[at[f]], offsets[at[z]], ts[at[z]], sizes[z],
                           np.minimum.reduceat(sizes[sel], first), leader[z],
                           *(np.add.reduceat(x, first) for x in (moved, shrank, grew))], axis=1)
-        held, cols, numbers = self.held, self.cols, held_codes[g]
+        cols, numbers = self.cols, held_codes[g]
         slots = self.slot_of[numbers]
         if ((g[1:] == g[:-1]) & (f[1:] < z[:-1])).any():  # a partition's buckets not one after another in time
             self._close_cells(_distinct(numbers).tolist())
-            for gi, cell in zip(g[np.argsort(f, kind="stable")].tolist(), cells[np.argsort(f, kind="stable")].tolist(),
-                                strict=True):
-                _put_cell(held[codes[gi]][3], *cell)
+            by_time = np.argsort(f, kind="stable")
+            self.cells.put(cols[slots[by_time], _TRACK_NO], cells[by_time])
             return
         # each partition's first cell here goes on with its open one if in the same bucket; the others before its
         # last are put in its track (the open one first); the last stays open
@@ -807,16 +808,14 @@ class _Walker:
             cells[on, 8:] += cols[rows, _CELL.start + 8:_CELL.stop]
         self._close_cells(numbers[start[(opened >= 0) & ~same]].tolist())
         put = np.flatnonzero(~tail)
-        for code, cell in zip(numbers[put].tolist(), cells[put].tolist(), strict=True):
-            _put_cell(held[code][3], *cell)
+        self.cells.put(cols[slots[put], _TRACK_NO], cells[put])
         cols[slots[tail], _CELL] = cells[tail]
 
     def _close_cells(self, codes: list[int]) -> None:
-        """Put the open cells of these held partitions in their tracks."""
-        held, cols, slots = self.held, self.cols, self.slot_of[codes]
-        for code, cell in zip(codes, cols[slots, _CELL].tolist(), strict=True):
-            if cell[0] >= 0:
-                _put_cell(held[code][3], *cell)
+        """Put the open cells of these held partitions in their tracks (``cells``)."""
+        cols, slots = self.cols, self.slot_of[codes]
+        slots = slots[cols[slots, _CELL.start] >= 0]
+        self.cells.put(cols[slots, _TRACK_NO], cols[slots, _CELL])
         cols[slots, _CELL.start] = -1
 
     def _fold_health(self, rows, delta, offsets, ts, slot, buckets) -> None:
@@ -914,9 +913,7 @@ class _Walker:
             model.width *= factor
             self.lo, self.hi = self.lo // factor, self.hi // factor
             model.buckets = _regroup(model.buckets, factor, Bucket.merge)
-            for track in model.partitions.values():
-                if track.cells:
-                    track.cells = _regroup(track.cells, factor, Cell.merge)
+            self.cells.regroup(factor)
 
     def _bucket(self, e: Entry) -> Bucket | None:
         """The bucket ``e`` was counted in (the record being added, or one held by a transaction)."""
@@ -990,18 +987,9 @@ class _Walker:
         bucket.leader_changes += moved
         bucket.isr_shrinks += shrank
         bucket.isr_expands += grew
-        idx, size = e.timestamp // self.model.width, len(isr)
-        cell = track.cells.get(idx)
-        if cell is None:
-            track.cells[idx] = Cell(e.offset, e.timestamp, e.offset, e.timestamp, size, size, leader, moved, shrank,
-                                    grew)
-            return
-        cell.last_offset, cell.last_time, cell.isr, cell.leader = e.offset, e.timestamp, size, leader
-        if size < cell.min_isr:
-            cell.min_isr = size
-        cell.leader_changes += moved
-        cell.shrinks += shrank
-        cell.expands += grew
+        size = len(isr)
+        self.cells.put_one(track, (e.timestamp // self.model.width, e.offset, e.timestamp, e.offset, e.timestamp, size,
+                                   size, leader, moved, shrank, grew))
 
     def _topic(self, e: Entry, data: dict, old: Any) -> None:
         name, tid = data["name"], data["topicId"]
@@ -1125,6 +1113,7 @@ class _Walker:
     def finish(self) -> None:
         """The partitions in each health state at the end of the log."""
         self._release_all()
+        self.cells.made()
         for state in HEALTH:
             self.model.end_health[state] = []
         for (tid, pid), flags in sorted(self.health.items(), key=lambda kv: (self.topic_names.get(kv[0][0], ""), kv[0])):
@@ -1255,15 +1244,6 @@ def _distinct(values: np.ndarray) -> np.ndarray:
     """``np.unique(values)`` of a small array, without its wrapper's cost (a few of these per stretch)."""
     ordered = np.sort(values)
     return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))] if len(ordered) else ordered
-
-
-def _put_cell(track: PartitionTrack, idx: int, *cell: int) -> None:
-    """A cell of changes in bucket ``idx`` into the track: made, or merged into the one there (in time order)."""
-    made = track.cells.get(idx)
-    if made is None:
-        track.cells[idx] = Cell(*cell)
-    else:
-        made.merge(Cell(*cell))
 
 
 def _carried(values: np.ndarray, unchanged: int, head: np.ndarray, group: np.ndarray, seed: np.ndarray
