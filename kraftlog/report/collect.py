@@ -172,9 +172,7 @@ class _Walker:
         self.topic_min_isr = np.zeros((0, 2), np.int64)  # topic number -> min ISR and the era it is of
         self.values: list | None = None  # the walk whose values ``value_kinds`` describes
         self.value_kinds = np.zeros((0, 4), np.int64)  # per value of ``values``: kind, key, leader, ISR
-        self.kinds_seen: dict[int, int] = {}  # id of a decoded record -> its row in ``kind_rows``
-        self.kinds_held: list = []  # the records ``kinds_seen`` names, held so that their ids are not reused
-        self.kind_rows = np.zeros((0, 4), np.int64)  # kind, key, leader, ISR (``_kind``) of each
+        self.told = _Told()  # the kinds of records told before
         self.key_codes: dict[tuple[str, int], int] = {}  # partition -> its number in folds
         self.keys: list[tuple[str, int]] = []
         self.isr_codes: dict[tuple[int, ...], int] = {}  # ISR -> its number in folds
@@ -328,32 +326,9 @@ class _Walker:
                 self.topic_min_isr = np.zeros((0, 2), np.int64)
                 self.isr_sizes = self.isr_masks = np.zeros(0, np.int64)
                 self.skipped.clear()
-                self.kinds_seen = {}
-            if not self.kinds_seen:
-                self.kinds_seen, self.kinds_held, self.kind_rows = {}, [], np.zeros((0, 4), np.int64)
-            seen, decoded = self.kinds_seen, run.decoded  # a decoded record is shared across walks
-            numbers = list(map(seen.get, map(id, decoded)))  # (``decode_metadata``'s cache)
-            if len(seen) > _SEEN_MAX:  # full: only this walk's records kept (the next walks' likeliest)
-                kept = [i for i, n in enumerate(numbers) if n is not None]
-                rows = [numbers[i] for i in kept]
-                self.kinds_held = [decoded[i] for i in kept]
-                seen = self.kinds_seen = {id(v): n for n, v in enumerate(self.kinds_held)}
-                self.kind_rows = self.kind_rows[np.asarray(rows, np.int64)].reshape(-1, 4)
-                for n, i in enumerate(kept):
-                    numbers[i] = n
-            if None in numbers:
-                rows = []
-                for i in [i for i, n in enumerate(numbers) if n is None]:
-                    v = decoded[i]
-                    n = seen.get(id(v))  # a record twice in the walk
-                    if n is None:
-                        n = seen[id(v)] = len(self.kinds_held)
-                        self.kinds_held.append(v)
-                        rows.append(self._kind(v))
-                    numbers[i] = n
-                self.kind_rows = np.concatenate([self.kind_rows, np.asarray(rows, np.int64).reshape(-1, 4)])
-            self.values = decoded
-            self.value_kinds = self.kind_rows[np.asarray(numbers, np.int64)]
+                self.told = _Told()
+            self.values = run.decoded
+            self.value_kinds = self.told.kinds(run.decoded, self._kind)
         table = self.value_kinds[run.kv]
         return table[:, 0], table[:, 1], table[:, 2], table[:, 3]
 
@@ -1220,6 +1195,53 @@ class _Walker:
         state = data["zkMigrationState"]
         self.model.feature_events.append(Event(e.offset, e.timestamp, "zk-migration", "ZK migration",
                                                f"state {ZK_MIGRATION_STATES.get(state, state)}", state))
+
+
+class _Told:
+    """The kinds (``_Walker._kind``) of decoded records told before, by the records' ids in a sorted array, so that
+    a walk's values are looked up at once: a record is shared across walks (``decode_metadata``'s cache) and told
+    once while it is here. The records are held, so that their ids are not reused: at most ``_SEEN_MAX``, and
+    then only the last walk's (the next walks' likeliest)."""
+
+    def __init__(self) -> None:
+        self.ids = np.zeros(0, np.int64)  # sorted
+        self.rows_of = np.zeros(0, np.int64)  # each id's row in ``rows``
+        self.rows = np.zeros((0, 4), np.int64)  # kind, key, leader, ISR
+        self.held: list = []  # the record of each row
+
+    def kinds(self, decoded: list, tell: Callable[[Any], tuple[int, int, int, int]]) -> np.ndarray:
+        """The row of each of ``decoded``, those not here told (in the order they first come) and kept."""
+        ids = np.fromiter(map(id, decoded), np.int64, len(decoded))
+        numbers = self._find(ids)
+        if len(self.held) > _SEEN_MAX:
+            found = np.flatnonzero(numbers >= 0)
+            self.ids, first = np.unique(ids[found], return_index=True)
+            at = found[first]
+            self.held, self.rows = [decoded[i] for i in at.tolist()], self.rows[numbers[at]]
+            self.rows_of = np.arange(len(at))
+            numbers = self._find(ids)
+        new = np.flatnonzero(numbers < 0)
+        if len(new):
+            new_ids, first, inverse = np.unique(ids[new], return_index=True, return_inverse=True)
+            by_first = np.argsort(first)
+            rank = np.empty(len(first), np.int64)
+            rank[by_first] = np.arange(len(first))
+            records = [decoded[i] for i in new[first[by_first]].tolist()]
+            rows = np.asarray([tell(r) for r in records], np.int64).reshape(-1, 4)
+            base = len(self.held)
+            self.held += records
+            self.rows = np.concatenate([self.rows, rows])
+            numbers[new] = base + rank[inverse.ravel()]
+            at = np.searchsorted(self.ids, new_ids)
+            self.ids, self.rows_of = np.insert(self.ids, at, new_ids), np.insert(self.rows_of, at, base + rank)
+        return self.rows[numbers]
+
+    def _find(self, ids: np.ndarray) -> np.ndarray:
+        """Each id's row (-1: not here)."""
+        if not len(self.ids):
+            return np.full(len(ids), -1, np.int64)
+        at = np.minimum(np.searchsorted(self.ids, ids), len(self.ids) - 1)
+        return np.where(self.ids[at] == ids, self.rows_of[at], -1)
 
 
 _NAMES = {_NOOP: NO_OP, _CHANGE: CHANGE, **{code: name for name, code in (_ASIDE_CODES | _BROKER_CODES).items()}}
