@@ -168,6 +168,7 @@ class _Walker:
         self.entry: Entry | None = None  # the record being added, and its bucket
         self.entry_bucket: Bucket | None = None
         self.min_isrs: dict[str, int] = {}  # topic id -> min ISR, until a record that may move it
+        self.node_min_isr: int | None = None  # that of a topic with no config of its own, as long
         self.min_isr_era = 0  # one more each time ``min_isrs`` is forgotten
         self.topic_min_isr = np.zeros((0, 2), np.int64)  # topic number -> min ISR and the era it is of
         self.values: list | None = None  # the walk whose values ``value_kinds`` describes
@@ -1013,12 +1014,17 @@ class _Walker:
         """min.insync.replicas as Kafka's controller resolves it (ConfigurationControlManager.getTopicConfig):
         the topic's config, the active controller's node config, the cluster default, then the static
         config, which the log does not hold: Kafka's default stands in for it."""
+        given = _min_isr_of(self.image.configs.resources.get((TOPIC, topic_name)))
+        return given if given is not None else self._node_min_isr()
+
+    def _node_min_isr(self) -> int:
+        """``min_isr`` of a topic with no min.insync.replicas of its own."""
         configs = self.image.configs.resources
         leader = self.epoch.leader if self.epoch is not None else -1
-        for key in ((TOPIC, topic_name), (BROKER, str(leader)) if leader >= 0 else None, (BROKER, "")):
-            value = configs.get(key, {}).get(MIN_ISR) if key else None
-            if value is not None and value.strip().isdigit():
-                return int(value)
+        for key in ((BROKER, str(leader)) if leader >= 0 else None, (BROKER, "")):
+            given = _min_isr_of(configs.get(key)) if key else None
+            if given is not None:
+                return given
         return KAFKA_MIN_ISR
 
     def _set_health(self, key: tuple[str, int], part: dict | None) -> None:
@@ -1044,12 +1050,18 @@ class _Walker:
 
     def _forget_min_isrs(self) -> None:
         self.min_isrs.clear()
+        self.node_min_isr = None
         self.min_isr_era += 1
 
     def _topic_min_isr(self, tid: str) -> int:
         min_isr = self.min_isrs.get(tid)
-        if min_isr is None:
-            min_isr = self.min_isrs[tid] = self.min_isr(self.topic_names.get(tid, ""))
+        if min_isr is None:  # ``min_isr``, the node's part told once until forgotten
+            min_isr = _min_isr_of(self.image.configs.resources.get((TOPIC, self.topic_names.get(tid, ""))))
+            if min_isr is None:
+                min_isr = self.node_min_isr
+                if min_isr is None:
+                    min_isr = self.node_min_isr = self._node_min_isr()
+            self.min_isrs[tid] = min_isr
         return min_isr
 
     def _lead(self, key: tuple[str, int], leader: int) -> None:
@@ -1255,6 +1267,12 @@ def _tally(counter, kinds: np.ndarray) -> None:
     met = [(int(np.argmax(kinds == code)), code, n) for code, n in enumerate(counts.tolist()) if n]
     for _, code, n in sorted(met):
         counter[_NAMES[code]] += n
+
+
+def _min_isr_of(config: dict | None) -> int | None:
+    """A resource's min.insync.replicas, if set to a number."""
+    value = config.get(MIN_ISR) if config else None
+    return int(value) if value is not None and value.strip().isdigit() else None
 
 
 def _unavailable(registration: dict | None) -> bool:
