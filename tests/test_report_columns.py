@@ -489,3 +489,27 @@ def test_kinds_told_once_stay_right_when_the_record_cache_is_full(tmp_path, monk
     assert _both(node, tmp_path, monkeypatch)["changes"] > 100
     # (7 walks of 6,789 values, 4,767 told when written: emptied when full, each walk's would all be told)
     assert len(walked) > 3 and 0 < len(told) < sum(n for _, n in walked.values()) - 1000
+
+
+def test_whether_a_broker_leads_an_unheld_partition_is_counted_as_it_is_read(tmp_path, monkeypatch):
+    """``_may_lead`` counts the held partitions each broker leads (``held_led``) instead of reading them all: at
+    every call, on logs whose brokers are fenced and unfenced while they lead held partitions, the count gives
+    what reading ``led`` and ``held`` gives, and the model ``add`` gives."""
+    may_lead = collect_module._Walker._may_lead
+    calls = []
+
+    def checked(self, broker, elected):
+        unheld = any(self.key_codes.get(k) not in self.held for k in self.led.get(broker, ()))
+        assert (len(self.led.get(broker, ())) > self.held_led.get(broker, 0)) == unheld
+        assert sum(self.held_led.values()) == sum(1 for h in self.held.values() if h[4] is not None)
+        calls.append(unheld)
+        return may_lead(self, broker, elected)
+
+    monkeypatch.setattr(collect_module._Walker, "_may_lead", checked)
+    _both(find_nodes(str(_aside_log(tmp_path / "aside")))[0], tmp_path, monkeypatch)
+    assert True in calls and False in calls
+    out = tmp_path / "busy"
+    assert main(["generate", str(out), "--duration", "6h", "--brokers", "5", "--topics", "12", "--seed", "7",
+                 "--events-per-hour", "120"]) == 0
+    _both(find_nodes(str(out))[0], tmp_path, monkeypatch)
+    assert len(calls) > 50

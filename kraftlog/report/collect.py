@@ -191,7 +191,9 @@ class _Walker:
         self.slot_of = np.zeros(0, np.int64)  # partition number -> its row in ``cols`` (-1: not held)
         self.code_of = np.zeros(0, np.int64)  # row of ``cols`` -> the partition held there (-1: free)
         self.free: list[int] = []
-        self.held: dict[int, tuple] = {}  # number -> (key, its topic's partitions, its state when held, track)
+        self.held: dict[int, tuple] = {}  # number -> (key, its topic's partitions, its state when held, track,
+        # its leader in ``leader_of``)
+        self.held_led: dict[int, int] = {}  # broker -> held partitions it leads in ``leader_of``
         self.cells = Cells(model.partitions)
         self.topic_codes: dict[str, int] = {}  # topic id -> its number in ``cols``
         self.topic_ids: list[str] = []
@@ -431,8 +433,7 @@ class _Walker:
         """Whether the broker leads a partition now (held or written back) or is among the ``elected`` leaders."""
         if (elected == broker).any():
             return True
-        held = self.held
-        if any(self.key_codes.get(k) not in held for k in self.led.get(broker, ())):
+        if len(self.led.get(broker, ())) > self.held_led.get(broker, 0):  # one it leads is not held
             return True
         return bool((self.cols[self.code_of >= 0, _LEADER] == broker).any())
 
@@ -486,7 +487,10 @@ class _Walker:
             if topic_code is None:
                 topic_code = self.topic_codes[tid] = len(self.topic_ids)
                 self.topic_ids.append(tid)
-            self.held[code] = (key, partitions, part, track)
+            led_by = self.leader_of.get(key)  # (as it stays while held: what moves it writes it back first)
+            if led_by is not None:
+                self.held_led[led_by] = self.held_led.get(led_by, 0) + 1
+            self.held[code] = (key, partitions, part, track, led_by)
             taken.append(code)
             rows.append((part["leader"], self._isr_code(isr) if isr_code is None else isr_code, track.leader,
                          self._isr_code(track.isr) if track_isr is None else track_isr, len(part["replicas"]),
@@ -513,7 +517,9 @@ class _Walker:
         slots = self.slot_of[codes]
         self._close_cells(codes)
         for code, row in zip(codes, self.cols[slots].tolist(), strict=True):
-            key, partitions, part, track = held.pop(code)
+            key, partitions, part, track, led_by = held.pop(code)
+            if led_by is not None:
+                self.held_led[led_by] -= 1
             leader = row[_LEADER]
             if row[_PARTITION_EPOCH] != part[PARTITION_EPOCH]:  # every record the fold takes bumps it
                 new = dict(part)
