@@ -702,8 +702,9 @@ class _Walker:
             known = self.topic_min_isr = np.concatenate([known, np.full((len(self.topic_ids), 2), -1, np.int64)])
         stale = known[topic, 1] != era
         if stale.any():
-            for t in _distinct(topic[stale]).tolist():
-                known[t] = self._topic_min_isr(self.topic_ids[t]), era
+            told = _distinct(topic[stale])
+            known[told, 0] = [self._topic_min_isr(self.topic_ids[t]) for t in told.tolist()]
+            known[told, 1] = era
         return np.stack([~live, unavailable, sizes < known[topic, 0], sizes < replicas, elr.astype(bool)], axis=1)
 
     def _recheck_held(self, broker: int) -> None:
