@@ -513,3 +513,21 @@ def test_whether_a_broker_leads_an_unheld_partition_is_counted_as_it_is_read(tmp
                  "--events-per-hour", "120"]) == 0
     _both(find_nodes(str(out))[0], tmp_path, monkeypatch)
     assert len(calls) > 50
+
+
+def test_which_records_keep_the_min_isrs_known():
+    """A config of another key leaves every min ISR as it was (a ConfigRecord sets or deletes its one key); a min
+    ISR config, a topic, a record not decoded and a new epoch's leader do not."""
+    keeps = collect_module._keeps_min_isr
+
+    def config(name: str, value: str | None = "2") -> object:
+        return decode_metadata(encode_metadata("CONFIG_RECORD", 0, {"resourceType": 2, "resourceName": "t",
+                                                                    "name": name, "value": value}))
+
+    topic = decode_metadata(encode_metadata("TOPIC_RECORD", 0, {"name": "t", "topicId": TOPIC_ID}))
+    change = decode_metadata(_change(3, isr=[1]))
+    assert [keeps(r, r.type) for r in (config("retention.ms"), config("retention.ms", None), change,
+                                      config("min.insync.replicas"), config("min.insync.replicas", None), topic,
+                                      decode_metadata(_change(3, isr=[1])[:-2]))] == [
+        True, True, True, False, False, False, False]
+    assert not keeps(decode_metadata(encode_metadata("NO_OP_RECORD", 0, {})), "LEADER_CHANGE")

@@ -269,7 +269,7 @@ class _Walker:
             image.apply(rec, e.offset, e.timestamp, e.epoch)  # the general way below, in fewer steps
             self._partition(e, rec.data, None)
         else:
-            if kind not in _KEEPS_MIN_ISR or rec.error is not None:
+            if not _keeps_min_isr(rec, kind):
                 self._forget_min_isrs()  # it may move a config min ISR comes from
             self._apply(e, kind)
         if self.health_moved:
@@ -583,7 +583,7 @@ class _Walker:
         buckets = self._fold_buckets(slot, kind, offsets)
         for i in np.flatnonzero(kind >= _ASIDE).tolist():  # in log order, each as ``add`` takes it
             e = run.entry(a + i)
-            if e.record.type not in _KEEPS_MIN_ISR:
+            if not _keeps_min_isr(e.record, e.record.type):
                 self._forget_min_isrs()
             self._apply(e, e.record.type)
         image.pass_over_run(offsets, ts, epochs)  # outside a transaction (``_stretch``); the last record's
@@ -1274,6 +1274,12 @@ def _tally(counter, kinds: np.ndarray) -> None:
     met = [(int(np.argmax(kinds == code)), code, n) for code, n in enumerate(counts.tolist()) if n]
     for _, code, n in sorted(met):
         counter[_NAMES[code]] += n
+
+
+def _keeps_min_isr(rec: Any, kind: str) -> bool:
+    """Whether the record leaves every min ISR as it was: one of ``_KEEPS_MIN_ISR``, or a config of another key
+    (a ConfigRecord sets or deletes its one key: ``state.configs``)."""
+    return rec.error is None and (kind in _KEEPS_MIN_ISR or (kind == "CONFIG_RECORD" and rec.data.get("name") != MIN_ISR))
 
 
 def _min_isr_of(config: dict | None) -> int | None:
