@@ -375,19 +375,24 @@ def test_the_fold_carries_records_that_move_no_partition(tmp_path, monkeypatch):
     that does not replay are not carried (fail closed: ``add``, and the health they move at their offsets)."""
     assert set(collect_module._ASIDE_TYPES) <= collect_module._READS_NO_PARTITION
     node = find_nodes(str(_aside_log(tmp_path)))[0]
-    added = []
+    added, kept = [], []
     add = collect_module._Walker.add
 
     def noting(self, e):
+        before = len(self.held)
+        add(self, e)
         if collect_module.FAST_COLUMNS and e.record.type in {*collect_module._ASIDE_TYPES, *collect_module._BROKER_CODES}:
             added.append((e.offset, e.record.data.get("name", e.record.type)))
-        add(self, e)
+            if e.record.type == "CONFIG_RECORD":  # a min ISR config rechecks the held partitions where they are held
+                kept.append((e.offset, before, len(self.held)))
 
     monkeypatch.setattr(collect_module._Walker, "add", noting)
     for buckets in (10, 240):
         added.clear()
+        kept.clear()
         folded = _both(node, tmp_path, monkeypatch, max_buckets=buckets)
         assert folded["changes"] >= 5, folded
+        assert kept == [(7, 0, 0), (27, 3, 3), (36, 3, 3)]
         # the first record goes by ``add`` (no epoch yet); brokers 2 and 3 register leading nothing (carried)
         assert added == [(0, "REGISTER_BROKER_RECORD"), (7, "min.insync.replicas"), (27, "min.insync.replicas"),
                          (36, "min.insync.replicas"), (41, "BROKER_REGISTRATION_CHANGE_RECORD"),
@@ -507,12 +512,11 @@ def test_whether_a_broker_leads_an_unheld_partition_is_counted_as_it_is_read(tmp
 
     monkeypatch.setattr(collect_module._Walker, "_may_lead", checked)
     _both(find_nodes(str(_aside_log(tmp_path / "aside")))[0], tmp_path, monkeypatch)
-    assert True in calls and False in calls
     out = tmp_path / "busy"
     assert main(["generate", str(out), "--duration", "6h", "--brokers", "5", "--topics", "12", "--seed", "7",
                  "--events-per-hour", "120"]) == 0
     _both(find_nodes(str(out))[0], tmp_path, monkeypatch)
-    assert len(calls) > 50
+    assert len(calls) > 50 and True in calls and False in calls
 
 
 def test_which_records_keep_the_min_isrs_known():

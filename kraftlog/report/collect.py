@@ -709,7 +709,10 @@ class _Walker:
 
     def _recheck_held(self, broker: int) -> None:
         """``_recheck`` of the held partitions ``broker`` leads, in ``cols``."""
-        rows = np.flatnonzero((self.code_of >= 0) & (self.cols[:, _LEADER] == broker))
+        self._recheck_rows(np.flatnonzero((self.code_of >= 0) & (self.cols[:, _LEADER] == broker)))
+
+    def _recheck_rows(self, rows: np.ndarray) -> None:
+        """``_recheck`` of held partitions, by their rows in ``cols``."""
         if not len(rows):
             return
         held = self.cols[rows]
@@ -1084,8 +1087,12 @@ class _Walker:
 
     def _recheck(self, keys) -> None:
         keys = list(keys)
-        if self.held:
-            self._release_keys(keys)
+        if self.held:  # those held rechecked in ``cols``: a record that rechecks moves no partition (the others
+            codes, held = self.key_codes, self.held  # have them written back first: ``_release_read_by``)
+            mine = [c for k in keys if (c := codes.get(k)) is not None and c in held]
+            if mine:
+                self._recheck_rows(self.slot_of[mine])
+                keys = [k for k in keys if codes.get(k) not in held]
         for tid, pid in keys:
             topic = self.image.topics.by_id.get(tid)
             part = topic["partitions"].get(pid) if topic else None
