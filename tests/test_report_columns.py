@@ -535,3 +535,28 @@ def test_which_records_keep_the_min_isrs_known():
                                       decode_metadata(_change(3, isr=[1])[:-2]))] == [
         True, True, True, False, False, False, False]
     assert not keeps(decode_metadata(encode_metadata("NO_OP_RECORD", 0, {})), "LEADER_CHANGE")
+
+
+def test_blocks_of_consecutive_offsets_are_folded_as_one(tmp_path, monkeypatch):
+    """``collect`` joins blocks of consecutive offsets (up to ``JOINED_RECORDS``) before ``add_records``: fewer
+    runs than blocks, each of consecutive offsets, and the model, page and image ``add`` gives."""
+    out = tmp_path / "busy"
+    assert main(["generate", str(out), "--duration", "6h", "--brokers", "5", "--topics", "12", "--seed", "7",
+                 "--events-per-hour", "120"]) == 0
+    node = find_nodes(str(out))[0]
+    runs = []
+    add_records = collect_module._Walker.add_records
+
+    def noting(self, run):
+        assert (run.offsets[1:] == run.offsets[:-1] + 1).all()
+        runs.append(len(run))
+        return add_records(self, run)
+
+    monkeypatch.setattr(collect_module._Walker, "add_records", noting)
+    blocks = sum(1 for lf in node.segments for b in iter_items(lf) if type(b) is Block)
+    for most, ran in ((1, blocks), (1 << 16, 1)):  # none joined, then all (57,201 records)
+        monkeypatch.setattr(collect_module, "JOINED_RECORDS", most)
+        runs.clear()
+        _both(node, tmp_path, monkeypatch)
+        assert len(runs) == ran and sum(runs) == 57201
+    assert blocks > 5

@@ -61,6 +61,8 @@ FAST_NOOPS = True
 #: Whether NoOps and the PartitionChangeRecords ``columns`` takes are folded as columns (``add_records``;
 #: tests compare both ways).
 FAST_COLUMNS = True
+#: Most records of the blocks ``collect`` joins into one for ``add_records`` (1: none joined; tests).
+JOINED_RECORDS = 1 << 15
 #: Removed partitions kept at most (those of most churn; None: all): the page draws TOP_PARTITIONS,
 #: and a removed partition's churn is final, so the rest can go as topics come and go.
 REMOVED_KEPT: int | None = TOP_PARTITIONS
@@ -131,11 +133,21 @@ def collect(source: NodeDir | Log, *, limits: Limits = Limits(), max_buckets: in
                      described if single else f"{described}, {log.name}")
     walker = _Walker(model, image, max_buckets, redact)
     with rare_full_collections():  # a replay, as ``replay``'s
+        joined: list[Block] = []  # blocks of consecutive offsets, added as one (fewer stretches end at a block's end)
         for entry in log_entries(log, start, limits, problems, apply_invalid, runs="blocks" if FAST_COLUMNS else None):
             if type(entry) is Block:
-                walker.add_records(entry)
-            else:
-                walker.add(entry)
+                if joined and (int(entry.offsets[0]) != joined[-1].last + 1
+                               or sum(map(len, joined)) + len(entry) > JOINED_RECORDS):
+                    walker.add_records(_joined(joined))
+                    joined = []
+                joined.append(entry)
+                continue
+            if joined:
+                walker.add_records(_joined(joined))
+                joined = []
+            walker.add(entry)
+        if joined:
+            walker.add_records(_joined(joined))
     walker.finish()
     for message in problems.messages + [f"offset {p.offset} {p.type}: {p.message}" for p in image.problems]:
         model.problems.append(message)
@@ -1271,6 +1283,20 @@ class _Told:
 
 
 _NAMES = {_NOOP: NO_OP, _CHANGE: CHANGE, **{code: name for name, code in (_ASIDE_CODES | _BROKER_CODES).items()}}
+
+
+def _joined(blocks: list[Block]) -> Block:
+    """Blocks of consecutive offsets as one (their walks' values one after another)."""
+    if len(blocks) == 1:
+        return blocks[0]
+    values, base, kv = [], {}, []
+    for b in blocks:
+        if id(b.decoded) not in base:  # (a walk's blocks share its values)
+            base[id(b.decoded)] = len(values)
+            values += b.decoded
+        kv.append(b.kv + base[id(b.decoded)])
+    return Block(values, np.concatenate(kv), *(np.concatenate([getattr(b, f) for b in blocks])
+                                              for f in ("offsets", "timestamps", "epochs", "active")))
 
 
 def _tally(counter, kinds: np.ndarray) -> None:
