@@ -491,6 +491,7 @@ def test_kinds_told_once_stay_right_when_the_record_cache_is_full(tmp_path, monk
     monkeypatch.setattr(collect_module._Walker, "_kind", counting)
     monkeypatch.setattr(collect_module._Walker, "_kinds", walks)
     monkeypatch.setattr(collect_module, "_SEEN_MAX", 8)
+    monkeypatch.setattr(collect_module, "JOINED_RECORDS", 1)  # each walk's values on their own
     assert _both(node, tmp_path, monkeypatch)["changes"] > 100
     # (7 walks of 6,789 values, 4,767 told when written: emptied when full, each walk's would all be told)
     assert len(walked) > 3 and 0 < len(told) < sum(n for _, n in walked.values()) - 1000
