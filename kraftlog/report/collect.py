@@ -1304,9 +1304,11 @@ def _tally(counter, kinds: np.ndarray) -> None:
     if not len(kinds):
         return
     counts = np.bincount(kinds)
-    met = [(int(np.argmax(kinds == code)), code, n) for code, n in enumerate(counts.tolist()) if n]
-    for _, code, n in sorted(met):
-        counter[_NAMES[code]] += n
+    met = np.flatnonzero(counts).tolist()
+    if len(met) > 1:
+        met.sort(key=lambda code: int(np.argmax(kinds == code)))
+    for code in met:
+        counter[_NAMES[code]] += int(counts[code])
 
 
 def _keeps_min_isr(rec: Any, kind: str) -> bool:
