@@ -818,13 +818,13 @@ class _Walker:
 
     def _fold_health(self, rows, delta, offsets, ts, slot, buckets) -> None:
         """``_health_moved`` after each record that moved a partition's flags, in log order."""
-        counts = np.cumsum(delta, axis=0) + np.asarray(self.health_counts, np.int64)
         moved = np.flatnonzero((delta != 0).any(axis=1))
         if not len(moved):
             return
+        counts = np.cumsum(delta[moved], axis=0) + np.asarray(self.health_counts, np.int64)  # after each that moved
         self.health_counts = self.shown_health = tuple(counts[-1].tolist())
         at = rows[moved]
-        kept = (offsets[at], ts[at], counts[moved])  # copies: ``Capped`` may make the items later
+        kept = (offsets[at], ts[at], counts)  # copies: ``Capped`` may make the items later
 
         def changes(lo: int, hi: int) -> list[tuple[int, int, Health]]:
             return list(zip(*(x[lo:hi].tolist() for x in kept[:2]), map(tuple, kept[2][lo:hi].tolist()), strict=True))
@@ -832,7 +832,7 @@ class _Walker:
         self.model.health_changes.add_many(len(moved), changes)
         where = slot[at]
         for idx in _distinct(where[where >= 0]).tolist():
-            mine = moved[where == idx]
+            mine = np.flatnonzero(where == idx)
             bucket = buckets[idx]
             peak = tuple(counts[mine].max(axis=0).tolist())
             bucket.health_peak = peak if bucket.health_peak is None else tuple(map(max, bucket.health_peak, peak))
