@@ -95,12 +95,18 @@ def _change(partition: int, version: int = 0, unknown=(), **fields) -> bytes:
 
 def test_which_records_the_fold_takes():
     take = columns.change_of
-    assert take(decode_metadata(_change(3, isr=[1, 2]))) == ((TOPIC_ID, 3), -2, (1, 2))
-    assert take(decode_metadata(_change(3, leader=2))) == ((TOPIC_ID, 3), 2, None)
-    assert take(decode_metadata(_change(3, 2, leader=-1, isr=[]))) == ((TOPIC_ID, 3), -1, ())
-    assert take(decode_metadata(_change(3))) == ((TOPIC_ID, 3), -2, None)
-    for other in (_change(3, replicas=[1, 2]), _change(3, leaderRecoveryState=1), _change(3, 1, directories=[]),
-                  _change(3, 2, eligibleLeaderReplicas=[1]), _change(3, 2, lastKnownElr=[]),
+    assert take(decode_metadata(_change(3, isr=[1, 2]))) == ((TOPIC_ID, 3), -2, (1, 2), None)
+    assert take(decode_metadata(_change(3, leader=2))) == ((TOPIC_ID, 3), 2, None, None)
+    assert take(decode_metadata(_change(3, 2, leader=-1, isr=[]))) == ((TOPIC_ID, 3), -1, (), None)
+    assert take(decode_metadata(_change(3))) == ((TOPIC_ID, 3), -2, None, None)
+    # fields the report does not read, passed to ``merge_partition`` as they come
+    assert {"directories", "leaderRecoveryState", "addingReplicas", "removingReplicas", "lastKnownElr"} == columns.PASSED
+    assert take(decode_metadata(_change(3, leaderRecoveryState=1, isr=[1]))) == (
+        (TOPIC_ID, 3), -2, (1,), {"leaderRecoveryState": 1})
+    assert take(decode_metadata(_change(3, 1, directories=[]))) == ((TOPIC_ID, 3), -2, None, {"directories": []})
+    assert take(decode_metadata(_change(3, 2, lastKnownElr=[], leader=1))) == ((TOPIC_ID, 3), 1, None, {"lastKnownElr": []})
+    for other in (_change(3, replicas=[1, 2]), _change(3, 1, replicas=[1], directories=[TOPIC_ID]),
+                  _change(3, 2, eligibleLeaderReplicas=[1]),
                   _change(3, unknown=[("", 9, b"\x01")], isr=[1]),
                   encode_metadata("PARTITION_RECORD", 0, {"partitionId": 3, "topicId": TOPIC_ID, "replicas": [1],
                                                            "isr": [1], "leader": 1}),
@@ -561,3 +567,59 @@ def test_blocks_of_consecutive_offsets_are_folded_as_one(tmp_path, monkeypatch):
         _both(node, tmp_path, monkeypatch)
         assert len(runs) == ran and sum(runs) == 57201
     assert blocks > 5
+
+
+def _passed_log(tmp_path: Path) -> Path:
+    """Changes with fields the report does not read (``columns.PASSED``) among plain ones and NoOps: directories
+    (one per replica, all MIGRATING, and too few: refused), recovery states (one refused), adding and removing
+    replicas, lastKnownElr, a partition's passed fields twice in one stretch, and one with a leader move."""
+    change, noop = _plan_change, ("NO_OP_RECORD", 0, {})
+    d1, d2, d3 = ("AAAAAAAAAAAAAAAAAAAA" + c + "A" for c in "BCD")
+    setup = [_broker(1, False), _broker(2, False), _broker(3, False), ("TOPIC_RECORD", 0, {"name": "t", "topicId": TOPIC_ID}),
+             *(_part(p, [1, 2, 3], 1 + p % 3) for p in range(4))]
+    later = [change(0, isr=[1, 2]), noop, change(1, 1, directories=[d1, d2, d3]), change(1, isr=[2, 3]),
+             change(2, leaderRecoveryState=1), noop, change(2, leaderRecoveryState=0, leader=2, isr=[2]),
+             change(1, 1, directories=[d3, d2, d1]), change(0, isr=[1, 2, 3]),
+             change(3, 1, directories=[d1, d2]),  # too few: refused (``add``), the stretch ends before it
+             change(3, isr=[1]), change(0, 2, lastKnownElr=[3], removingReplicas=[3], addingReplicas=[]),
+             change(2, leaderRecoveryState=7),  # no such state: refused
+             change(3, 1, directories=["AAAAAAAAAAAAAAAAAAAAAA"] * 3), noop, change(3, leader=3)]
+    plan = [(1, START + i, r) for i, r in enumerate(setup)] + [(1, START + 100 + i, r) for i, r in enumerate(later)]
+    return _write_log(tmp_path, plan)
+
+
+def test_the_fold_passes_fields_the_report_does_not_read_to_the_merge(tmp_path, monkeypatch):
+    """Directories, recovery states, adding/removing replicas and lastKnownElr are folded (merged as
+    ``merge_partition`` merges them, written back with the partition), and a record whose merge is
+    refused goes by ``add`` with its problem: model, page and image as ``add`` gives them."""
+    node = find_nodes(str(_passed_log(tmp_path)))[0]
+    by_add, images = [], []
+    add, finish = collect_module._Walker.add, collect_module._Walker.finish
+
+    def noting(self, e):
+        if collect_module.FAST_COLUMNS and e.record.type == "PARTITION_CHANGE_RECORD":
+            by_add.append(e.offset)
+        add(self, e)
+
+    def keep(self):
+        finish(self)
+        images.append(self.image.topics.by_id[TOPIC_ID]["partitions"])
+
+    monkeypatch.setattr(collect_module._Walker, "add", noting)
+    monkeypatch.setattr(collect_module._Walker, "finish", keep)
+    folded = _both(node, tmp_path, monkeypatch)
+    assert by_add == [17, 20] and folded["changes"] == 11  # only the refused ones by ``add``
+    parts = images[0]
+    assert images[0] == images[1]
+    assert parts[1]["directories"] == ["AAAAAAAAAAAAAAAAAAAADA", "AAAAAAAAAAAAAAAAAAAACA", "AAAAAAAAAAAAAAAAAAAABA"]
+    assert (parts[1]["partitionEpoch"], parts[1]["isr"]) == (3, [2, 3])
+    assert (parts[2]["leaderRecoveryState"], parts[2]["leader"], parts[2]["leaderEpoch"], parts[2]["partitionEpoch"]) == (
+        0, 2, 1, 2)
+    assert (parts[0]["lastKnownElr"], parts[0]["removingReplicas"], parts[0]["addingReplicas"], parts[0]["isr"]) == (
+        [3], [3], [], [1, 2, 3])
+    assert parts[3]["directories"] == ["AAAAAAAAAAAAAAAAAAAAAA"] * 3 and parts[3]["leader"] == 3
+    m = collect_module.collect(node)
+    assert m.problems.total == 2
+    monkeypatch.setattr(collect_module, "FAST_PASSED", False)  # then each passed one ends a stretch
+    by_add.clear()
+    assert _both(node, tmp_path, monkeypatch)["changes"] == 5 and len(by_add) == 8

@@ -18,7 +18,7 @@ from kraftlog.files.logdir import NodeDir
 from kraftlog.files.reader import Limits
 from kraftlog.files.records import NO_OP, Block, Entry, ReadProblems, is_no_op
 from kraftlog.report.cells import Cells
-from kraftlog.report.columns import CHANGE, LEADER_EPOCH, PARTITION_EPOCH, change_of
+from kraftlog.report.columns import CHANGE, LEADER_EPOCH, PARTITION_EPOCH, PASSED_STATES, change_of
 from kraftlog.report.model import (
     HEALTH,
     BrokerLane,
@@ -45,7 +45,7 @@ from kraftlog.state.image import ABORT, BEGIN, END, ClusterImage
 from kraftlog.state.quotas import entity_key, entity_of
 from kraftlog.state.rebuild import as_log, earliest_base, log_entries, starting_point
 from kraftlog.state.replay import rare_full_collections
-from kraftlog.state.topics import NO_LEADER_CHANGE
+from kraftlog.state.topics import NO_LEADER_CHANGE, merge_partition
 
 #: Most time buckets a report keeps; the page draws one column per bucket.
 MAX_BUCKETS = 240
@@ -61,6 +61,8 @@ FAST_NOOPS = True
 #: Whether NoOps and the PartitionChangeRecords ``columns`` takes are folded as columns (``add_records``;
 #: tests compare both ways).
 FAST_COLUMNS = True
+#: Whether PartitionChangeRecords with ``columns.PASSED`` fields are folded too (tests compare both ways).
+FAST_PASSED = True
 #: Most records of the blocks ``collect`` joins into one for ``add_records`` (1: none joined; tests).
 JOINED_RECORDS = 1 << 15
 #: Removed partitions kept at most (those of most churn; None: all): the page draws TOP_PARTITIONS,
@@ -184,7 +186,7 @@ class _Walker:
         self.min_isr_era = 0  # one more each time ``min_isrs`` is forgotten
         self.topic_min_isr = np.zeros((0, 2), np.int64)  # topic number -> min ISR and the era it is of
         self.values: list | None = None  # the walk whose values ``value_kinds`` describes
-        self.value_kinds = np.zeros((0, 4), np.int64)  # per value of ``values``: kind, key, leader, ISR
+        self.value_kinds = np.zeros((0, 5), np.int64)  # per value of ``values``: kind, key, leader, ISR, passed
         self.told = _Told()  # the kinds of records told before
         self.key_codes: dict[tuple[str, int], int] = {}  # partition -> its number in folds
         self.keys: list[tuple[str, int]] = []
@@ -194,6 +196,8 @@ class _Walker:
         self.isr_masks = np.zeros(0, np.int64)
         self.isr_moves: dict[tuple[int, int], tuple[bool, bool]] = {}  # (old, new ISR) -> shrank, grew
         self.skipped: set[int] = set()  # partitions a fold cannot take until the next record added
+        self.passed: list[dict] = []  # a taken change's ``columns.PASSED`` fields, by number
+        self.passed_state: dict[int, dict] = {}  # held partition -> its state after the passed fields folded
         # Partitions a fold changed hold their state in ``cols`` (by number) until a record that reads it
         # comes (``_release``): the image's state, the track's leader, ISR and churn, ``health`` and
         # ``leader_of`` are written back then, not after each stretch.
@@ -317,11 +321,11 @@ class _Walker:
         """``add`` of each record of the run: stretches of NoOps and of the PartitionChangeRecords
         ``columns`` takes, outside a transaction, below a new epoch and within the buckets' span, are
         folded at once (``_fold``); any other record goes through ``add``."""
-        kind, key, leader, isr = self._kinds(run)
+        kind, key, leader, isr, passed = self._kinds(run)
         a, n = 0, len(run)
         stops: dict[int, np.ndarray] = {}
         while a < n:
-            z, held = self._stretch(run, a, kind, key, leader, stops)
+            z, held = self._stretch(run, a, kind, key, leader, passed, stops)
             if z > a:
                 self._fold(run, a, z, kind[a:z], key[a:z], leader[a:z], isr[a:z], held)
                 a = z
@@ -330,12 +334,14 @@ class _Walker:
             self.skipped.clear()
             a += 1
 
-    def _kinds(self, run: Block) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def _kinds(self, run: Block) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Per record: its kind, and for a PartitionChangeRecord the fold takes, its partition's number,
-        its leader (-2: unchanged) and its ISR's number (-1: unchanged); each value of a walk told once."""
+        its leader (-2: unchanged), its ISR's number (-1: unchanged) and its passed fields' (-1: none); each
+        value of a walk told once."""
         if run.decoded is not self.values:
-            if len(self.keys) > _REGISTRY_MAX or len(self.isrs) > _REGISTRY_MAX or len(self.topic_ids) > _REGISTRY_MAX:
+            if max(len(self.keys), len(self.isrs), len(self.topic_ids), len(self.passed)) > _REGISTRY_MAX:
                 self._release_all()
+                self.passed = []
                 self.key_codes, self.keys, self.isr_codes, self.isrs, self.isr_moves = {}, [], {}, [], {}
                 self.topic_codes, self.topic_ids = {}, []
                 self.topic_min_isr = np.zeros((0, 2), np.int64)
@@ -345,25 +351,31 @@ class _Walker:
             self.values = run.decoded
             self.value_kinds = self.told.kinds(run.decoded, self._kind)
         table = self.value_kinds[run.kv]
-        return table[:, 0], table[:, 1], table[:, 2], table[:, 3]
+        return table[:, 0], table[:, 1], table[:, 2], table[:, 3], table[:, 4]
 
-    def _kind(self, rec: Any) -> tuple[int, int, int, int]:
+    def _kind(self, rec: Any) -> tuple[int, int, int, int, int]:
         if type(rec) is not MetadataRecord or rec.error is not None:  # (None: a walk's value no record names)
-            return _OTHER, -1, 0, -1
+            return _OTHER, -1, 0, -1, -1
         api_key = rec.api_key
         if api_key == _NO_OP_KEY:
-            return (_NOOP if FAST_NOOPS else _OTHER), -1, 0, -1
+            return (_NOOP if FAST_NOOPS else _OTHER), -1, 0, -1, -1
         if (aside := _ASIDE_BY_KEY.get(api_key)) is not None:
-            return (aside if api_key != _CONFIG_KEY or rec.data.get("name") != MIN_ISR else _OTHER), -1, 0, -1
+            return (aside if api_key != _CONFIG_KEY or rec.data.get("name") != MIN_ISR else _OTHER), -1, 0, -1, -1
         change = change_of(rec)
         if change is None:
-            return _OTHER, -1, 0, -1
-        key, leader, isr = change
+            return _OTHER, -1, 0, -1, -1
+        key, leader, isr, passed = change
+        passed_code = -1
+        if passed is not None:
+            if not FAST_PASSED:
+                return _OTHER, -1, 0, -1, -1
+            passed_code = len(self.passed)
+            self.passed.append(passed)
         code = self.key_codes.get(key)
         if code is None:
             code = self.key_codes[key] = len(self.keys)
             self.keys.append(key)
-        return _CHANGE, code, leader, -1 if isr is None else self._isr_code(isr)
+        return _CHANGE, code, leader, -1 if isr is None else self._isr_code(isr), passed_code
 
     def _isr_code(self, isr: tuple[int, ...]) -> int:
         code = self.isr_codes.get(isr)
@@ -387,11 +399,12 @@ class _Walker:
             self.isr_masks = np.append(self.isr_masks, np.asarray(new, np.int64))
         return self.isr_masks
 
-    def _stretch(self, run: Block, a: int, kind: np.ndarray, key: np.ndarray, leader: np.ndarray,
+    def _stretch(self, run: Block, a: int, kind: np.ndarray, key: np.ndarray, leader: np.ndarray, passed: np.ndarray,
                  stops: dict[int, np.ndarray]
                  ) -> tuple[int, np.ndarray | None]:
         """The records from ``a`` up to the first one a fold cannot take (``a``: none), and the partitions
-        they change, held (``_hold``). ``stops``: by epoch, where the run has records no fold takes below it."""
+        they change, held (``_hold``), with their passed fields merged (``_merge_passed``). ``stops``: by
+        epoch, where the run has records no fold takes below it."""
         if self.epoch is None or self.image.transaction is not None:
             return a, None
         epoch = self.epoch.epoch
@@ -410,7 +423,30 @@ class _Walker:
                 return a, None
             held = self._hold(key[a:z][kind[a:z] == _CHANGE])
             if held is not None:
-                return z, held
+                cut = self._merge_passed(key, passed, a, z)
+                if cut == z:
+                    return z, held
+                # (held already, each of them)
+                return (cut, self._hold(key[a:cut][kind[a:cut] == _CHANGE])) if cut > a else (a, None)
+
+    def _merge_passed(self, key: np.ndarray, passed: np.ndarray, a: int, z: int) -> int:
+        """``merge_partition`` of the passed fields of records ``a``..``z`` (held partitions), each on its
+        partition's state after those before it, kept in ``passed_state`` up to the first it refuses (the
+        end: ``add`` takes that one, and the problem is its own); the end."""
+        rows = np.flatnonzero(passed[a:z] >= 0)
+        if not len(rows):
+            return z
+        states = {}
+        for i in (rows + a).tolist():
+            code = int(key[i])
+            state = states.get(code) or self.passed_state.get(code) or self.held[code][2]
+            try:
+                states[code] = merge_partition(state, self.passed[passed[i]])
+            except Exception:  # noqa: BLE001 - refused or malformed: ``add`` takes it
+                z = i
+                break
+        self.passed_state.update(states)
+        return z
 
     def _past_brokers(self, run: Block, a: int, z: int, stop: np.ndarray, kind: np.ndarray, leader: np.ndarray
                       ) -> int:
@@ -525,7 +561,7 @@ class _Walker:
         ``_partition`` would have left them, and hold them no more."""
         if not codes:
             return
-        isrs, health, held, leader_of = self.isrs, self.health, self.held, self.leader_of
+        isrs, health, held, leader_of, passed_state = self.isrs, self.health, self.held, self.leader_of, self.passed_state
         slots = self.slot_of[codes]
         self._close_cells(codes)
         for code, row in zip(codes, self.cols[slots].tolist(), strict=True):
@@ -537,6 +573,8 @@ class _Walker:
                 new = dict(part)
                 new["leader"], new[LEADER_EPOCH], new[PARTITION_EPOCH] = leader, row[_LEADER_EPOCH], row[_PARTITION_EPOCH]
                 new["isr"] = list(isrs[row[_ISR]])
+                if (merged := passed_state.pop(code, None)) is not None:
+                    new.update((state, merged[state]) for state in PASSED_STATES)
                 partitions[key[1]] = new
             track.replicas = row[_REPLICAS]
             track.leader, track.isr = row[_TRACK_LEADER], isrs[row[_TRACK_ISR]]
@@ -1244,10 +1282,10 @@ class _Told:
     def __init__(self) -> None:
         self.ids = np.zeros(0, np.int64)  # sorted
         self.rows_of = np.zeros(0, np.int64)  # each id's row in ``rows``
-        self.rows = np.zeros((0, 4), np.int64)  # kind, key, leader, ISR
+        self.rows = np.zeros((0, 5), np.int64)  # kind, key, leader, ISR, passed
         self.held: list = []  # the record of each row
 
-    def kinds(self, decoded: list, tell: Callable[[Any], tuple[int, int, int, int]]) -> np.ndarray:
+    def kinds(self, decoded: list, tell: Callable[[Any], tuple[int, int, int, int, int]]) -> np.ndarray:
         """The row of each of ``decoded``, those not here told (in the order they first come) and kept."""
         ids = np.fromiter(map(id, decoded), np.int64, len(decoded))
         numbers = self._find(ids)
@@ -1265,7 +1303,7 @@ class _Told:
             rank = np.empty(len(first), np.int64)
             rank[by_first] = np.arange(len(first))
             records = [decoded[i] for i in new[first[by_first]].tolist()]
-            rows = np.asarray([tell(r) for r in records], np.int64).reshape(-1, 4)
+            rows = np.asarray([tell(r) for r in records], np.int64).reshape(-1, 5)
             base = len(self.held)
             self.held += records
             self.rows = np.concatenate([self.rows, rows])
