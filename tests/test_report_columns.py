@@ -623,3 +623,26 @@ def test_the_fold_passes_fields_the_report_does_not_read_to_the_merge(tmp_path, 
     monkeypatch.setattr(collect_module, "FAST_PASSED", False)  # then each passed one ends a stretch
     by_add.clear()
     assert _both(node, tmp_path, monkeypatch)["changes"] == 5 and len(by_add) == 8
+
+
+def test_a_fenced_leader_rechecks_held_partitions_and_the_others(tmp_path, monkeypatch):
+    """Broker 1 leads p0 and p2, p0 held by a fold when it is fenced: both are rechecked (p0 in ``cols``, p2
+    as written back), then unfenced with none held, and with both held."""
+    change, noop = _plan_change, ("NO_OP_RECORD", 0, {})
+
+    def fence(fenced: int) -> tuple:
+        return ("BROKER_REGISTRATION_CHANGE_RECORD", 0, {"brokerId": 1, "brokerEpoch": 11, "fenced": fenced})
+
+    setup = [_broker(1, False), _broker(2, False), ("TOPIC_RECORD", 0, {"name": "t", "topicId": TOPIC_ID}),
+             _part(0, [1, 2], 1), _part(1, [1, 2], 2), _part(2, [1, 2], 1)]
+    later = [change(0, isr=[1]), noop, change(1, isr=[2]), fence(1), noop, fence(-1), change(0, isr=[1, 2]),
+             change(2, isr=[1]), fence(1), change(1, isr=[1, 2]), fence(-1)]
+    plan = [(1, START + i, r) for i, r in enumerate(setup)] + [(1, START + 100 + i, r) for i, r in enumerate(later)]
+    node = find_nodes(str(_write_log(tmp_path, plan)))[0]
+    _both(node, tmp_path, monkeypatch)
+    m = collect_module.collect(node)
+    # (no leader, leader fenced, below min ISR, below replicas, ELR): p0 and p2 go unavailable with broker 1
+    assert [(o, h) for o, _, h in m.health_changes] == [
+        (6, (0, 0, 0, 1, 0)), (8, (0, 0, 0, 2, 0)), (9, (0, 2, 0, 2, 0)), (11, (0, 0, 0, 2, 0)),
+        (12, (0, 0, 0, 1, 0)), (13, (0, 0, 0, 2, 0)), (14, (0, 2, 0, 2, 0)), (15, (0, 2, 0, 1, 0)),
+        (16, (0, 0, 0, 1, 0))]

@@ -1189,7 +1189,11 @@ class _Walker:
         led = self.led.get(bid, ())
         if self.held:  # those it leads in ``cols``; those it led when written back last lead no more
             self._recheck_held(bid)
-            led = [k for k in led if self.key_codes.get(k) not in self.held]
+            holding = self.held_led.get(bid, 0)  # of ``led`` (a held partition's ``leader_of`` stays as held)
+            if holding == len(led):
+                led = ()
+            elif holding:
+                led = [k for k in led if self.key_codes.get(k) not in self.held]
         self._recheck(led)
         if state == self.broker_states.get(bid, lane.start_state) and not registered:
             return
