@@ -95,12 +95,18 @@ def _change(partition: int, version: int = 0, unknown=(), **fields) -> bytes:
 
 def test_which_records_the_fold_takes():
     take = columns.change_of
-    assert take(decode_metadata(_change(3, isr=[1, 2]))) == ((TOPIC_ID, 3), -2, (1, 2))
-    assert take(decode_metadata(_change(3, leader=2))) == ((TOPIC_ID, 3), 2, None)
-    assert take(decode_metadata(_change(3, 2, leader=-1, isr=[]))) == ((TOPIC_ID, 3), -1, ())
-    assert take(decode_metadata(_change(3))) == ((TOPIC_ID, 3), -2, None)
-    for other in (_change(3, replicas=[1, 2]), _change(3, leaderRecoveryState=1), _change(3, 1, directories=[]),
-                  _change(3, 2, eligibleLeaderReplicas=[1]), _change(3, 2, lastKnownElr=[]),
+    assert take(decode_metadata(_change(3, isr=[1, 2]))) == ((TOPIC_ID, 3), -2, (1, 2), None)
+    assert take(decode_metadata(_change(3, leader=2))) == ((TOPIC_ID, 3), 2, None, None)
+    assert take(decode_metadata(_change(3, 2, leader=-1, isr=[]))) == ((TOPIC_ID, 3), -1, (), None)
+    assert take(decode_metadata(_change(3))) == ((TOPIC_ID, 3), -2, None, None)
+    # fields the report does not read, passed to ``merge_partition`` as they come
+    assert {"directories", "leaderRecoveryState", "addingReplicas", "removingReplicas", "lastKnownElr"} == columns.PASSED
+    assert take(decode_metadata(_change(3, leaderRecoveryState=1, isr=[1]))) == (
+        (TOPIC_ID, 3), -2, (1,), {"leaderRecoveryState": 1})
+    assert take(decode_metadata(_change(3, 1, directories=[]))) == ((TOPIC_ID, 3), -2, None, {"directories": []})
+    assert take(decode_metadata(_change(3, 2, lastKnownElr=[], leader=1))) == ((TOPIC_ID, 3), 1, None, {"lastKnownElr": []})
+    for other in (_change(3, replicas=[1, 2]), _change(3, 1, replicas=[1], directories=[TOPIC_ID]),
+                  _change(3, 2, eligibleLeaderReplicas=[1]),
                   _change(3, unknown=[("", 9, b"\x01")], isr=[1]),
                   encode_metadata("PARTITION_RECORD", 0, {"partitionId": 3, "topicId": TOPIC_ID, "replicas": [1],
                                                            "isr": [1], "leader": 1}),
@@ -375,19 +381,24 @@ def test_the_fold_carries_records_that_move_no_partition(tmp_path, monkeypatch):
     that does not replay are not carried (fail closed: ``add``, and the health they move at their offsets)."""
     assert set(collect_module._ASIDE_TYPES) <= collect_module._READS_NO_PARTITION
     node = find_nodes(str(_aside_log(tmp_path)))[0]
-    added = []
+    added, kept = [], []
     add = collect_module._Walker.add
 
     def noting(self, e):
+        before = len(self.held)
+        add(self, e)
         if collect_module.FAST_COLUMNS and e.record.type in {*collect_module._ASIDE_TYPES, *collect_module._BROKER_CODES}:
             added.append((e.offset, e.record.data.get("name", e.record.type)))
-        add(self, e)
+            if e.record.type == "CONFIG_RECORD":  # a min ISR config rechecks the held partitions where they are held
+                kept.append((e.offset, before, len(self.held)))
 
     monkeypatch.setattr(collect_module._Walker, "add", noting)
     for buckets in (10, 240):
         added.clear()
+        kept.clear()
         folded = _both(node, tmp_path, monkeypatch, max_buckets=buckets)
         assert folded["changes"] >= 5, folded
+        assert kept == [(7, 0, 0), (27, 3, 3), (36, 3, 3)]
         # the first record goes by ``add`` (no epoch yet); brokers 2 and 3 register leading nothing (carried)
         assert added == [(0, "REGISTER_BROKER_RECORD"), (7, "min.insync.replicas"), (27, "min.insync.replicas"),
                          (36, "min.insync.replicas"), (41, "BROKER_REGISTRATION_CHANGE_RECORD"),
@@ -422,3 +433,216 @@ def test_the_fold_carries_records_that_move_no_partition(tmp_path, monkeypatch):
                                     "broker 2 carries epoch 99, but the registration has epoch 12")
     assert [e.detail for e in m.controller_events] == ["registered, incarnation AAAAAAAAAAAAAAAAAAAABQ"]
     assert m.untimed == 1 and m.type_totals["CONFIG_RECORD"] == 7 and m.type_totals["PRODUCER_IDS_RECORD"] == 2
+
+
+def _walker():
+    return collect_module._Walker(collect_module.Timeline("", "", 1, ""), ClusterImage(), 10, True)
+
+
+def test_isrs_compared_as_bits_agree_with_sets(monkeypatch):
+    """``_isr_moves_of`` and ``_isr_holds`` on ISRs of brokers 0..62 as bits give what the sets give, and ISRs
+    holding another broker (63, -1) are taken as sets: literal values, then every pair both ways."""
+    import numpy as np
+
+    w = _walker()
+    isrs = [(1, 2, 3), (1, 2), (2, 3), (5, 5), (5,), (), (0,), (62,), (0, 62), (63,), (1, 63), (-1, 2)]
+    codes = np.asarray([w._isr_code(i) for i in isrs], np.int64)
+    was, new = np.repeat(codes, len(codes)), np.tile(codes, len(codes))
+
+    def moves(masked: bool, a, b):
+        monkeypatch.setattr(collect_module, "MASKED_ISRS", masked)
+        shrank, grew = w._isr_moves_of(np.asarray(a), np.asarray(b), np.ones(len(a), bool))
+        return shrank.tolist(), grew.tolist()
+
+    def holds(masked: bool, isr, leader):
+        monkeypatch.setattr(collect_module, "MASKED_ISRS", masked)
+        return w._isr_holds(np.asarray(isr), np.asarray(leader), np.asarray(leader) >= 0).tolist()
+
+    at = {isr: int(c) for isr, c in zip(isrs, codes, strict=True)}
+    pairs = [((1, 2, 3), (1, 2)), ((1, 2), (2, 3)), ((5, 5), (5,)), ((), (0,)), ((0, 62), (62,)), ((2, 3), (1, 2, 3))]
+    for extra, also in (([], []), ([((1, 2), (1, 63))], [True])):  # all as bits; then one ISR taken as a set
+        a, b = [at[x] for x, _ in pairs + extra], [at[y] for _, y in pairs + extra]
+        assert moves(True, a, b) == ([True, True, False, False, True, False, *also], [False, True, False, True, False, True, *also])
+    cases = [((1, 2, 3), 3), ((1, 2, 3), 4), ((62,), 62), ((0, 62), 0), ((1, 2), 63), ((), 0), ((5, 5), 5), ((0, 62), 64)]
+    for extra, also in (([], []), ([((1, 63), 63)], [True])):
+        isr, leader = [at[x] for x, _ in cases + extra], [b for _, b in cases + extra]
+        assert holds(True, isr, leader) == [True, False, True, True, False, False, True, False, *also]
+    for masked in (True, False):  # every pair: the bits where they can be, the sets where not, agree
+        assert moves(masked, was, new) == moves(False, was, new)
+        leaders = np.arange(-1, 66)
+        assert holds(masked, np.repeat(codes, len(leaders)), np.tile(leaders, len(codes))) == \
+            holds(False, np.repeat(codes, len(leaders)), np.tile(leaders, len(codes)))
+    bits = w._isr_masks()
+    assert bits[at[(0, 62)]] == 1 | 1 << 62 and bits[at[(5, 5)]] == 1 << 5 and bits[at[(1, 63)]] == -1 == bits[at[(-1, 2)]]
+
+
+def test_kinds_told_once_stay_right_when_the_record_cache_is_full(tmp_path, monkeypatch):
+    """When ``_kinds``' cache of told records is full it keeps the walk's own: a tiny cache (full at every walk)
+    gives the model, page and image ``add`` gives, and records met again in later walks are not told again."""
+    out = tmp_path / "busy"
+    assert main(["generate", str(out), "--duration", "6h", "--brokers", "5", "--topics", "12", "--seed", "7",
+                 "--events-per-hour", "120"]) == 0
+    node = find_nodes(str(out))[0]
+    told, walked = [], {}
+    kind, kinds = collect_module._Walker._kind, collect_module._Walker._kinds
+
+    def counting(self, rec):
+        told.append(1)
+        return kind(self, rec)
+
+    def walks(self, run):
+        walked.setdefault(id(run.decoded), (run.decoded, len({id(v) for v in run.decoded if v is not None})))
+        return kinds(self, run)
+
+    monkeypatch.setattr(collect_module._Walker, "_kind", counting)
+    monkeypatch.setattr(collect_module._Walker, "_kinds", walks)
+    monkeypatch.setattr(collect_module, "_SEEN_MAX", 8)
+    monkeypatch.setattr(collect_module, "JOINED_RECORDS", 1)  # each walk's values on their own
+    assert _both(node, tmp_path, monkeypatch)["changes"] > 100
+    # (7 walks of 6,789 values, 4,767 told when written: emptied when full, each walk's would all be told)
+    assert len(walked) > 3 and 0 < len(told) < sum(n for _, n in walked.values()) - 1000
+
+
+def test_whether_a_broker_leads_an_unheld_partition_is_counted_as_it_is_read(tmp_path, monkeypatch):
+    """``_may_lead`` counts the held partitions each broker leads (``held_led``) instead of reading them all: at
+    every call, on logs whose brokers are fenced and unfenced while they lead held partitions, the count gives
+    what reading ``led`` and ``held`` gives, and the model ``add`` gives."""
+    may_lead = collect_module._Walker._may_lead
+    calls = []
+
+    def checked(self, broker, elected):
+        unheld = any(self.key_codes.get(k) not in self.held for k in self.led.get(broker, ()))
+        assert (len(self.led.get(broker, ())) > self.held_led.get(broker, 0)) == unheld
+        assert sum(self.held_led.values()) == sum(1 for h in self.held.values() if h[4] is not None)
+        calls.append(unheld)
+        return may_lead(self, broker, elected)
+
+    monkeypatch.setattr(collect_module._Walker, "_may_lead", checked)
+    _both(find_nodes(str(_aside_log(tmp_path / "aside")))[0], tmp_path, monkeypatch)
+    out = tmp_path / "busy"
+    assert main(["generate", str(out), "--duration", "6h", "--brokers", "5", "--topics", "12", "--seed", "7",
+                 "--events-per-hour", "120"]) == 0
+    _both(find_nodes(str(out))[0], tmp_path, monkeypatch)
+    assert len(calls) > 50 and True in calls and False in calls
+
+
+def test_which_records_keep_the_min_isrs_known():
+    """A config of another key leaves every min ISR as it was (a ConfigRecord sets or deletes its one key); a min
+    ISR config, a topic, a record not decoded and a new epoch's leader do not."""
+    keeps = collect_module._keeps_min_isr
+
+    def config(name: str, value: str | None = "2") -> object:
+        return decode_metadata(encode_metadata("CONFIG_RECORD", 0, {"resourceType": 2, "resourceName": "t",
+                                                                    "name": name, "value": value}))
+
+    topic = decode_metadata(encode_metadata("TOPIC_RECORD", 0, {"name": "t", "topicId": TOPIC_ID}))
+    change = decode_metadata(_change(3, isr=[1]))
+    assert [keeps(r, r.type) for r in (config("retention.ms"), config("retention.ms", None), change,
+                                      config("min.insync.replicas"), config("min.insync.replicas", None), topic,
+                                      decode_metadata(_change(3, isr=[1])[:-2]))] == [
+        True, True, True, False, False, False, False]
+    assert not keeps(decode_metadata(encode_metadata("NO_OP_RECORD", 0, {})), "LEADER_CHANGE")
+
+
+def test_blocks_of_consecutive_offsets_are_folded_as_one(tmp_path, monkeypatch):
+    """``collect`` joins blocks of consecutive offsets (up to ``JOINED_RECORDS``) before ``add_records``: fewer
+    runs than blocks, each of consecutive offsets, and the model, page and image ``add`` gives."""
+    out = tmp_path / "busy"
+    assert main(["generate", str(out), "--duration", "6h", "--brokers", "5", "--topics", "12", "--seed", "7",
+                 "--events-per-hour", "120"]) == 0
+    node = find_nodes(str(out))[0]
+    runs = []
+    add_records = collect_module._Walker.add_records
+
+    def noting(self, run):
+        assert (run.offsets[1:] == run.offsets[:-1] + 1).all()
+        runs.append(len(run))
+        return add_records(self, run)
+
+    monkeypatch.setattr(collect_module._Walker, "add_records", noting)
+    blocks = sum(1 for lf in node.segments for b in iter_items(lf) if type(b) is Block)
+    for most, ran in ((1, blocks), (1 << 16, 1)):  # none joined, then all (57,201 records)
+        monkeypatch.setattr(collect_module, "JOINED_RECORDS", most)
+        runs.clear()
+        _both(node, tmp_path, monkeypatch)
+        assert len(runs) == ran and sum(runs) == 57201
+    assert blocks > 5
+
+
+def _passed_log(tmp_path: Path) -> Path:
+    """Changes with fields the report does not read (``columns.PASSED``) among plain ones and NoOps: directories
+    (one per replica, all MIGRATING, and too few: refused), recovery states (one refused), adding and removing
+    replicas, lastKnownElr, a partition's passed fields twice in one stretch, and one with a leader move."""
+    change, noop = _plan_change, ("NO_OP_RECORD", 0, {})
+    d1, d2, d3 = ("AAAAAAAAAAAAAAAAAAAA" + c + "A" for c in "BCD")
+    setup = [_broker(1, False), _broker(2, False), _broker(3, False), ("TOPIC_RECORD", 0, {"name": "t", "topicId": TOPIC_ID}),
+             *(_part(p, [1, 2, 3], 1 + p % 3) for p in range(4))]
+    later = [change(0, isr=[1, 2]), noop, change(1, 1, directories=[d1, d2, d3]), change(1, isr=[2, 3]),
+             change(2, leaderRecoveryState=1), noop, change(2, leaderRecoveryState=0, leader=2, isr=[2]),
+             change(1, 1, directories=[d3, d2, d1]), change(0, isr=[1, 2, 3]),
+             change(3, 1, directories=[d1, d2]),  # too few: refused (``add``), the stretch ends before it
+             change(3, isr=[1]), change(0, 2, lastKnownElr=[3], removingReplicas=[3], addingReplicas=[]),
+             change(2, leaderRecoveryState=7),  # no such state: refused
+             change(3, 1, directories=["AAAAAAAAAAAAAAAAAAAAAA"] * 3), noop, change(3, leader=3)]
+    plan = [(1, START + i, r) for i, r in enumerate(setup)] + [(1, START + 100 + i, r) for i, r in enumerate(later)]
+    return _write_log(tmp_path, plan)
+
+
+def test_the_fold_passes_fields_the_report_does_not_read_to_the_merge(tmp_path, monkeypatch):
+    """Directories, recovery states, adding/removing replicas and lastKnownElr are folded (merged as
+    ``merge_partition`` merges them, written back with the partition), and a record whose merge is
+    refused goes by ``add`` with its problem: model, page and image as ``add`` gives them."""
+    node = find_nodes(str(_passed_log(tmp_path)))[0]
+    by_add, images = [], []
+    add, finish = collect_module._Walker.add, collect_module._Walker.finish
+
+    def noting(self, e):
+        if collect_module.FAST_COLUMNS and e.record.type == "PARTITION_CHANGE_RECORD":
+            by_add.append(e.offset)
+        add(self, e)
+
+    def keep(self):
+        finish(self)
+        images.append(self.image.topics.by_id[TOPIC_ID]["partitions"])
+
+    monkeypatch.setattr(collect_module._Walker, "add", noting)
+    monkeypatch.setattr(collect_module._Walker, "finish", keep)
+    folded = _both(node, tmp_path, monkeypatch)
+    assert by_add == [17, 20] and folded["changes"] == 11  # only the refused ones by ``add``
+    parts = images[0]
+    assert images[0] == images[1]
+    assert parts[1]["directories"] == ["AAAAAAAAAAAAAAAAAAAADA", "AAAAAAAAAAAAAAAAAAAACA", "AAAAAAAAAAAAAAAAAAAABA"]
+    assert (parts[1]["partitionEpoch"], parts[1]["isr"]) == (3, [2, 3])
+    assert (parts[2]["leaderRecoveryState"], parts[2]["leader"], parts[2]["leaderEpoch"], parts[2]["partitionEpoch"]) == (
+        0, 2, 1, 2)
+    assert (parts[0]["lastKnownElr"], parts[0]["removingReplicas"], parts[0]["addingReplicas"], parts[0]["isr"]) == (
+        [3], [3], [], [1, 2, 3])
+    assert parts[3]["directories"] == ["AAAAAAAAAAAAAAAAAAAAAA"] * 3 and parts[3]["leader"] == 3
+    m = collect_module.collect(node)
+    assert m.problems.total == 2
+    monkeypatch.setattr(collect_module, "FAST_PASSED", False)  # then each passed one ends a stretch
+    by_add.clear()
+    assert _both(node, tmp_path, monkeypatch)["changes"] == 5 and len(by_add) == 8
+
+
+def test_a_fenced_leader_rechecks_held_partitions_and_the_others(tmp_path, monkeypatch):
+    """Broker 1 leads p0 and p2, p0 held by a fold when it is fenced: both are rechecked (p0 in ``cols``, p2
+    as written back), then unfenced with none held, and with both held."""
+    change, noop = _plan_change, ("NO_OP_RECORD", 0, {})
+
+    def fence(fenced: int) -> tuple:
+        return ("BROKER_REGISTRATION_CHANGE_RECORD", 0, {"brokerId": 1, "brokerEpoch": 11, "fenced": fenced})
+
+    setup = [_broker(1, False), _broker(2, False), ("TOPIC_RECORD", 0, {"name": "t", "topicId": TOPIC_ID}),
+             _part(0, [1, 2], 1), _part(1, [1, 2], 2), _part(2, [1, 2], 1)]
+    later = [change(0, isr=[1]), noop, change(1, isr=[2]), fence(1), noop, fence(-1), change(0, isr=[1, 2]),
+             change(2, isr=[1]), fence(1), change(1, isr=[1, 2]), fence(-1)]
+    plan = [(1, START + i, r) for i, r in enumerate(setup)] + [(1, START + 100 + i, r) for i, r in enumerate(later)]
+    node = find_nodes(str(_write_log(tmp_path, plan)))[0]
+    _both(node, tmp_path, monkeypatch)
+    m = collect_module.collect(node)
+    # (no leader, leader fenced, below min ISR, below replicas, ELR): p0 and p2 go unavailable with broker 1
+    assert [(o, h) for o, _, h in m.health_changes] == [
+        (6, (0, 0, 0, 1, 0)), (8, (0, 0, 0, 2, 0)), (9, (0, 2, 0, 2, 0)), (11, (0, 0, 0, 2, 0)),
+        (12, (0, 0, 0, 1, 0)), (13, (0, 0, 0, 2, 0)), (14, (0, 2, 0, 2, 0)), (15, (0, 2, 0, 1, 0)),
+        (16, (0, 0, 0, 1, 0))]

@@ -17,13 +17,13 @@ from kraftlog.files.copies import Log
 from kraftlog.files.logdir import NodeDir
 from kraftlog.files.reader import Limits
 from kraftlog.files.records import NO_OP, Block, Entry, ReadProblems, is_no_op
-from kraftlog.report.columns import CHANGE, LEADER_EPOCH, PARTITION_EPOCH, change_of
+from kraftlog.report.cells import Cells
+from kraftlog.report.columns import CHANGE, LEADER_EPOCH, PARTITION_EPOCH, PASSED_STATES, change_of
 from kraftlog.report.model import (
     HEALTH,
     BrokerLane,
     Bucket,
     Capped,
-    Cell,
     Epoch,
     Event,
     Health,
@@ -35,6 +35,7 @@ from kraftlog.report.model import (
 from kraftlog.report.partitions import TOP_PARTITIONS
 from kraftlog.schema import MetadataRecord
 from kraftlog.schema.entity import ACL_RESOURCE_TYPES
+from kraftlog.schema.metadata import BY_TYPE_NAME
 from kraftlog.schema.redact import REDACTED, is_secret_config
 from kraftlog.state.acls import OPERATIONS, PERMISSION_TYPES
 from kraftlog.state.brokers import Brokers, broker_state
@@ -44,7 +45,7 @@ from kraftlog.state.image import ABORT, BEGIN, END, ClusterImage
 from kraftlog.state.quotas import entity_key, entity_of
 from kraftlog.state.rebuild import as_log, earliest_base, log_entries, starting_point
 from kraftlog.state.replay import rare_full_collections
-from kraftlog.state.topics import NO_LEADER_CHANGE
+from kraftlog.state.topics import NO_LEADER_CHANGE, merge_partition
 
 #: Most time buckets a report keeps; the page draws one column per bucket.
 MAX_BUCKETS = 240
@@ -60,6 +61,10 @@ FAST_NOOPS = True
 #: Whether NoOps and the PartitionChangeRecords ``columns`` takes are folded as columns (``add_records``;
 #: tests compare both ways).
 FAST_COLUMNS = True
+#: Whether PartitionChangeRecords with ``columns.PASSED`` fields are folded too (tests compare both ways).
+FAST_PASSED = True
+#: Most records of the blocks ``collect`` joins into one for ``add_records`` (1: none joined; tests).
+JOINED_RECORDS = 1 << 15
 #: Removed partitions kept at most (those of most churn; None: all): the page draws TOP_PARTITIONS,
 #: and a removed partition's churn is final, so the rest can go as topics come and go.
 REMOVED_KEPT: int | None = TOP_PARTITIONS
@@ -67,6 +72,9 @@ REMOVED_KEPT: int | None = TOP_PARTITIONS
 _PARTITION_KINDS = frozenset({"PARTITION_RECORD", "PARTITION_CHANGE_RECORD"})
 _NO_FLAGS = (False,) * len(HEALTH)  # a partition that is not there
 _OTHER, _NOOP, _CHANGE = 0, 1, 2  # what a record of a ``Block`` is to ``add_records``
+#: Whether ISRs of brokers 0.._MASK_BITS-1 are compared as bits (``_isr_masks``; tests compare both ways).
+MASKED_ISRS = True
+_MASK_BITS = 63  # bits of an int64 a broker may take (the sign bit not)
 _REGISTRY_MAX = 1 << 18  # partitions and ISRs named by number in folds, before the numbers start over
 #: A held partition's columns (``_Walker.cols``): its state's leader and ISR (by number), its track's, its
 #: replicas, ELR set, topic (by number), epochs, health flags, and the churn its track has not been told yet.
@@ -77,6 +85,8 @@ _CHURN = slice(_FLAGS.stop, _FLAGS.stop + 4)  # leader changes, shrinks, expands
 #: none), then ``Cell``'s fields in order.
 _CELL = slice(_CHURN.stop, _CHURN.stop + 11)
 _NO_CELL = (-1,) + (0,) * (_CELL.stop - _CELL.start - 1)
+_TRACK_NO = _CELL.stop  # the partition's track, by its number in ``_Cells``
+_WIDTH = _TRACK_NO + 1
 #: Records whose replay and effect read no partition's state, track or flags but through ``_recheck`` and
 #: ``_broker`` (which write back the held partitions they read): held partitions stay held across them. The
 #: transaction markers too: no fold runs while a transaction is open (``_stretch``), and each record it holds
@@ -92,7 +102,7 @@ _TOPIC_KINDS = frozenset({"TOPIC_RECORD", "REMOVE_TOPIC_RECORD"})  # they replac
 #: Records that leave what ``min_isr`` reads (configs, topic names, the epoch's leader) as it was: the min ISRs
 #: known stay known across them (any other record forgets them).
 _KEEPS_MIN_ISR = _PARTITION_KINDS | (_READS_NO_PARTITION - {"CONFIG_RECORD", END, "LEADER_CHANGE"})
-_SEEN_MAX = 1 << 14  # decoded records whose kind is remembered across walks
+_SEEN_MAX = 1 << 15  # decoded records whose kind is remembered across walks
 #: Records a fold carries in log order, each through ``_apply`` as ``add`` takes it, counted with the stretch's
 #: others: they read and move no partition, broker, epoch leader or min ISR (a config only when not of
 #: min.insync.replicas), so the stretch's changes fold the same around them. All of them read no partition.
@@ -101,6 +111,8 @@ _ASIDE_TYPES = ("CONFIG_RECORD", "CLIENT_QUOTA_RECORD", "ACCESS_CONTROL_ENTRY_RE
                 "REMOVE_DELEGATION_TOKEN_RECORD", "PRODUCER_IDS_RECORD", "REGISTER_CONTROLLER_RECORD")
 _ASIDE = 3  # the first aside's code in ``add_records``' kinds, one per type
 _ASIDE_CODES = {name: _ASIDE + i for i, name in enumerate(_ASIDE_TYPES)}
+_ASIDE_BY_KEY = {BY_TYPE_NAME[name].api_key: code for name, code in _ASIDE_CODES.items()}  # (``_kind``)
+_NO_OP_KEY, _CONFIG_KEY = BY_TYPE_NAME[NO_OP].api_key, BY_TYPE_NAME["CONFIG_RECORD"].api_key
 #: Broker records a fold carries as asides when no partition's health moves at them or reads them before
 #: (``_past_brokers``): they leave their broker as available to lead as it was (registered and unfenced, or
 #: not), or it leads no partition up to them in the stretch.
@@ -123,11 +135,21 @@ def collect(source: NodeDir | Log, *, limits: Limits = Limits(), max_buckets: in
                      described if single else f"{described}, {log.name}")
     walker = _Walker(model, image, max_buckets, redact)
     with rare_full_collections():  # a replay, as ``replay``'s
+        joined: list[Block] = []  # blocks of consecutive offsets, added as one (fewer stretches end at a block's end)
         for entry in log_entries(log, start, limits, problems, apply_invalid, runs="blocks" if FAST_COLUMNS else None):
             if type(entry) is Block:
-                walker.add_records(entry)
-            else:
-                walker.add(entry)
+                if joined and (int(entry.offsets[0]) != joined[-1].last + 1
+                               or sum(map(len, joined)) + len(entry) > JOINED_RECORDS):
+                    walker.add_records(_joined(joined))
+                    joined = []
+                joined.append(entry)
+                continue
+            if joined:
+                walker.add_records(_joined(joined))
+                joined = []
+            walker.add(entry)
+        if joined:
+            walker.add_records(_joined(joined))
     walker.finish()
     for message in problems.messages + [f"offset {p.offset} {p.type}: {p.message}" for p in image.problems]:
         model.problems.append(message)
@@ -160,30 +182,35 @@ class _Walker:
         self.entry: Entry | None = None  # the record being added, and its bucket
         self.entry_bucket: Bucket | None = None
         self.min_isrs: dict[str, int] = {}  # topic id -> min ISR, until a record that may move it
+        self.node_min_isr: int | None = None  # that of a topic with no config of its own, as long
         self.min_isr_era = 0  # one more each time ``min_isrs`` is forgotten
         self.topic_min_isr = np.zeros((0, 2), np.int64)  # topic number -> min ISR and the era it is of
         self.values: list | None = None  # the walk whose values ``value_kinds`` describes
-        self.value_kinds = np.zeros((0, 4), np.int64)  # per value of ``values``: kind, key, leader, ISR
-        self.kinds_seen: dict[int, int] = {}  # id of a decoded record -> its row in ``kind_rows``
-        self.kinds_held: list = []  # the records ``kinds_seen`` names, held so that their ids are not reused
-        self.kind_rows = np.zeros((0, 4), np.int64)  # kind, key, leader, ISR (``_kind``) of each
+        self.value_kinds = np.zeros((0, 5), np.int64)  # per value of ``values``: kind, key, leader, ISR, passed
+        self.told = _Told()  # the kinds of records told before
         self.key_codes: dict[tuple[str, int], int] = {}  # partition -> its number in folds
         self.keys: list[tuple[str, int]] = []
         self.isr_codes: dict[tuple[int, ...], int] = {}  # ISR -> its number in folds
         self.isrs: list[tuple[int, ...]] = []
         self.isr_sizes = np.zeros(0, np.int64)
+        self.isr_masks = np.zeros(0, np.int64)
         self.isr_moves: dict[tuple[int, int], tuple[bool, bool]] = {}  # (old, new ISR) -> shrank, grew
         self.skipped: set[int] = set()  # partitions a fold cannot take until the next record added
+        self.passed: list[dict] = []  # a taken change's ``columns.PASSED`` fields, by number
+        self.passed_state: dict[int, dict] = {}  # held partition -> its state after the passed fields folded
         # Partitions a fold changed hold their state in ``cols`` (by number) until a record that reads it
         # comes (``_release``): the image's state, the track's leader, ISR and churn, ``health`` and
         # ``leader_of`` are written back then, not after each stretch.
         # ``cols`` has a row (slot) per partition held at once, not per partition named: a log's topic churn
         # does not grow it.
-        self.cols = np.zeros((0, _CELL.stop), np.int64)
+        self.cols = np.zeros((0, _WIDTH), np.int64)
         self.slot_of = np.zeros(0, np.int64)  # partition number -> its row in ``cols`` (-1: not held)
         self.code_of = np.zeros(0, np.int64)  # row of ``cols`` -> the partition held there (-1: free)
         self.free: list[int] = []
-        self.held: dict[int, tuple] = {}  # number -> (key, its topic's partitions, its state when held, track)
+        self.held: dict[int, tuple] = {}  # number -> (key, its topic's partitions, its state when held, track,
+        # its leader in ``leader_of``)
+        self.held_led: dict[int, int] = {}  # broker -> held partitions it leads in ``leader_of``
+        self.cells = Cells(model.partitions)
         self.topic_codes: dict[str, int] = {}  # topic id -> its number in ``cols``
         self.topic_ids: list[str] = []
         model.start_topics = len(self.topic_names)
@@ -258,7 +285,7 @@ class _Walker:
             image.apply(rec, e.offset, e.timestamp, e.epoch)  # the general way below, in fewer steps
             self._partition(e, rec.data, None)
         else:
-            if kind not in _KEEPS_MIN_ISR or rec.error is not None:
+            if not _keeps_min_isr(rec, kind):
                 self._forget_min_isrs()  # it may move a config min ISR comes from
             self._apply(e, kind)
         if self.health_moved:
@@ -294,11 +321,11 @@ class _Walker:
         """``add`` of each record of the run: stretches of NoOps and of the PartitionChangeRecords
         ``columns`` takes, outside a transaction, below a new epoch and within the buckets' span, are
         folded at once (``_fold``); any other record goes through ``add``."""
-        kind, key, leader, isr = self._kinds(run)
+        kind, key, leader, isr, passed = self._kinds(run)
         a, n = 0, len(run)
         stops: dict[int, np.ndarray] = {}
         while a < n:
-            z, held = self._stretch(run, a, kind, key, leader, stops)
+            z, held = self._stretch(run, a, kind, key, leader, passed, stops)
             if z > a:
                 self._fold(run, a, z, kind[a:z], key[a:z], leader[a:z], isr[a:z], held)
                 a = z
@@ -307,54 +334,48 @@ class _Walker:
             self.skipped.clear()
             a += 1
 
-    def _kinds(self, run: Block) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def _kinds(self, run: Block) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Per record: its kind, and for a PartitionChangeRecord the fold takes, its partition's number,
-        its leader (-2: unchanged) and its ISR's number (-1: unchanged); each value of a walk told once."""
+        its leader (-2: unchanged), its ISR's number (-1: unchanged) and its passed fields' (-1: none); each
+        value of a walk told once."""
         if run.decoded is not self.values:
-            if len(self.keys) > _REGISTRY_MAX or len(self.isrs) > _REGISTRY_MAX or len(self.topic_ids) > _REGISTRY_MAX:
+            if max(len(self.keys), len(self.isrs), len(self.topic_ids), len(self.passed)) > _REGISTRY_MAX:
                 self._release_all()
+                self.passed = []
                 self.key_codes, self.keys, self.isr_codes, self.isrs, self.isr_moves = {}, [], {}, [], {}
                 self.topic_codes, self.topic_ids = {}, []
                 self.topic_min_isr = np.zeros((0, 2), np.int64)
-                self.isr_sizes = np.zeros(0, np.int64)
+                self.isr_sizes = self.isr_masks = np.zeros(0, np.int64)
                 self.skipped.clear()
-                self.kinds_seen = {}
-            if not self.kinds_seen or len(self.kinds_seen) > _SEEN_MAX:
-                self.kinds_seen, self.kinds_held, self.kind_rows = {}, [], np.zeros((0, 4), np.int64)
-            seen, decoded = self.kinds_seen, run.decoded  # a decoded record is shared across walks
-            numbers = list(map(seen.get, map(id, decoded)))  # (``decode_metadata``'s cache)
-            if None in numbers:
-                rows = []
-                for i in [i for i, n in enumerate(numbers) if n is None]:
-                    v = decoded[i]
-                    n = seen.get(id(v))  # a record twice in the walk
-                    if n is None:
-                        n = seen[id(v)] = len(self.kinds_held)
-                        self.kinds_held.append(v)
-                        rows.append(self._kind(v))
-                    numbers[i] = n
-                self.kind_rows = np.concatenate([self.kind_rows, np.asarray(rows, np.int64).reshape(-1, 4)])
-            self.values = decoded
-            self.value_kinds = self.kind_rows[np.asarray(numbers, np.int64)]
+                self.told = _Told()
+            self.values = run.decoded
+            self.value_kinds = self.told.kinds(run.decoded, self._kind)
         table = self.value_kinds[run.kv]
-        return table[:, 0], table[:, 1], table[:, 2], table[:, 3]
+        return table[:, 0], table[:, 1], table[:, 2], table[:, 3], table[:, 4]
 
-    def _kind(self, rec: Any) -> tuple[int, int, int, int]:
-        if rec is None:  # a walk's value no record of the block names
-            return _OTHER, -1, 0, -1
-        if FAST_NOOPS and is_no_op(rec):
-            return _NOOP, -1, 0, -1
-        if type(rec) is MetadataRecord and rec.error is None and (aside := _ASIDE_CODES.get(rec.type)) is not None:
-            return (aside if rec.type != "CONFIG_RECORD" or rec.data.get("name") != MIN_ISR else _OTHER), -1, 0, -1
+    def _kind(self, rec: Any) -> tuple[int, int, int, int, int]:
+        if type(rec) is not MetadataRecord or rec.error is not None:  # (None: a walk's value no record names)
+            return _OTHER, -1, 0, -1, -1
+        api_key = rec.api_key
+        if api_key == _NO_OP_KEY:
+            return (_NOOP if FAST_NOOPS else _OTHER), -1, 0, -1, -1
+        if (aside := _ASIDE_BY_KEY.get(api_key)) is not None:
+            return (aside if api_key != _CONFIG_KEY or rec.data.get("name") != MIN_ISR else _OTHER), -1, 0, -1, -1
         change = change_of(rec)
         if change is None:
-            return _OTHER, -1, 0, -1
-        key, leader, isr = change
+            return _OTHER, -1, 0, -1, -1
+        key, leader, isr, passed = change
+        passed_code = -1
+        if passed is not None:
+            if not FAST_PASSED:
+                return _OTHER, -1, 0, -1, -1
+            passed_code = len(self.passed)
+            self.passed.append(passed)
         code = self.key_codes.get(key)
         if code is None:
             code = self.key_codes[key] = len(self.keys)
             self.keys.append(key)
-        return _CHANGE, code, leader, -1 if isr is None else self._isr_code(isr)
+        return _CHANGE, code, leader, -1 if isr is None else self._isr_code(isr), passed_code
 
     def _isr_code(self, isr: tuple[int, ...]) -> int:
         code = self.isr_codes.get(isr)
@@ -369,11 +390,21 @@ class _Walker:
             self.isr_sizes = np.append(self.isr_sizes, [len(i) for i in self.isrs[len(self.isr_sizes):]]).astype(np.int64)
         return self.isr_sizes
 
-    def _stretch(self, run: Block, a: int, kind: np.ndarray, key: np.ndarray, leader: np.ndarray,
+    def _isr_masks(self) -> np.ndarray:
+        """Each numbered ISR as a set of brokers in bits (broker b: bit b), -1 for one holding a broker
+        outside 0.._MASK_BITS-1 (``_isr_moves_of`` and ``_isr_holds`` take such ISRs as sets)."""
+        if len(self.isr_masks) < len(self.isrs):
+            new = [sum(1 << b for b in set(i)) if all(0 <= b < _MASK_BITS for b in i) else -1
+                   for i in self.isrs[len(self.isr_masks):]]
+            self.isr_masks = np.append(self.isr_masks, np.asarray(new, np.int64))
+        return self.isr_masks
+
+    def _stretch(self, run: Block, a: int, kind: np.ndarray, key: np.ndarray, leader: np.ndarray, passed: np.ndarray,
                  stops: dict[int, np.ndarray]
                  ) -> tuple[int, np.ndarray | None]:
         """The records from ``a`` up to the first one a fold cannot take (``a``: none), and the partitions
-        they change, held (``_hold``). ``stops``: by epoch, where the run has records no fold takes below it."""
+        they change, held (``_hold``), with their passed fields merged (``_merge_passed``). ``stops``: by
+        epoch, where the run has records no fold takes below it."""
         if self.epoch is None or self.image.transaction is not None:
             return a, None
         epoch = self.epoch.epoch
@@ -392,7 +423,30 @@ class _Walker:
                 return a, None
             held = self._hold(key[a:z][kind[a:z] == _CHANGE])
             if held is not None:
-                return z, held
+                cut = self._merge_passed(key, passed, a, z)
+                if cut == z:
+                    return z, held
+                # (held already, each of them)
+                return (cut, self._hold(key[a:cut][kind[a:cut] == _CHANGE])) if cut > a else (a, None)
+
+    def _merge_passed(self, key: np.ndarray, passed: np.ndarray, a: int, z: int) -> int:
+        """``merge_partition`` of the passed fields of records ``a``..``z`` (held partitions), each on its
+        partition's state after those before it, kept in ``passed_state`` up to the first it refuses (the
+        end: ``add`` takes that one, and the problem is its own); the end."""
+        rows = np.flatnonzero(passed[a:z] >= 0)
+        if not len(rows):
+            return z
+        states = {}
+        for i in (rows + a).tolist():
+            code = int(key[i])
+            state = states.get(code) or self.passed_state.get(code) or self.held[code][2]
+            try:
+                states[code] = merge_partition(state, self.passed[passed[i]])
+            except Exception:  # noqa: BLE001 - refused or malformed: ``add`` takes it
+                z = i
+                break
+        self.passed_state.update(states)
+        return z
 
     def _past_brokers(self, run: Block, a: int, z: int, stop: np.ndarray, kind: np.ndarray, leader: np.ndarray
                       ) -> int:
@@ -427,8 +481,7 @@ class _Walker:
         """Whether the broker leads a partition now (held or written back) or is among the ``elected`` leaders."""
         if (elected == broker).any():
             return True
-        held = self.held
-        if any(self.key_codes.get(k) not in held for k in self.led.get(broker, ())):
+        if len(self.led.get(broker, ())) > self.held_led.get(broker, 0):  # one it leads is not held
             return True
         return bool((self.cols[self.code_of >= 0, _LEADER] == broker).any())
 
@@ -482,17 +535,20 @@ class _Walker:
             if topic_code is None:
                 topic_code = self.topic_codes[tid] = len(self.topic_ids)
                 self.topic_ids.append(tid)
-            self.held[code] = (key, partitions, part, track)
+            led_by = self.leader_of.get(key)  # (as it stays while held: what moves it writes it back first)
+            if led_by is not None:
+                self.held_led[led_by] = self.held_led.get(led_by, 0) + 1
+            self.held[code] = (key, partitions, part, track, led_by)
             taken.append(code)
             rows.append((part["leader"], self._isr_code(isr) if isr_code is None else isr_code, track.leader,
                          self._isr_code(track.isr) if track_isr is None else track_isr, len(part["replicas"]),
                          bool(part["eligibleLeaderReplicas"]), topic_code, part[LEADER_EPOCH], part[PARTITION_EPOCH],
-                         *old, 0, 0, 0, 0, *_NO_CELL))
+                         *old, 0, 0, 0, 0, *_NO_CELL, self.cells.number(track)))
         if taken:
             while len(self.free) < len(taken):
                 grown = max(len(self.cols), 256)
                 self.free += range(len(self.cols) + grown - 1, len(self.cols) - 1, -1)
-                self.cols = np.concatenate([self.cols, np.zeros((grown, _CELL.stop), np.int64)])
+                self.cols = np.concatenate([self.cols, np.zeros((grown, _WIDTH), np.int64)])
                 self.code_of = np.concatenate([self.code_of, np.full(grown, -1, np.int64)])
             slots = [self.free.pop() for _ in taken]
             self.cols[slots] = rows
@@ -505,17 +561,20 @@ class _Walker:
         ``_partition`` would have left them, and hold them no more."""
         if not codes:
             return
-        isrs, health, held, leader_of = self.isrs, self.health, self.held, self.leader_of
+        isrs, health, held, leader_of, passed_state = self.isrs, self.health, self.held, self.leader_of, self.passed_state
         slots = self.slot_of[codes]
+        self._close_cells(codes)
         for code, row in zip(codes, self.cols[slots].tolist(), strict=True):
-            key, partitions, part, track = held.pop(code)
-            if row[_CELL.start] >= 0:
-                _put_cell(track, *row[_CELL])
+            key, partitions, part, track, led_by = held.pop(code)
+            if led_by is not None:
+                self.held_led[led_by] -= 1
             leader = row[_LEADER]
             if row[_PARTITION_EPOCH] != part[PARTITION_EPOCH]:  # every record the fold takes bumps it
                 new = dict(part)
                 new["leader"], new[LEADER_EPOCH], new[PARTITION_EPOCH] = leader, row[_LEADER_EPOCH], row[_PARTITION_EPOCH]
                 new["isr"] = list(isrs[row[_ISR]])
+                if (merged := passed_state.pop(code, None)) is not None:
+                    new.update((state, merged[state]) for state in PASSED_STATES)
                 partitions[key[1]] = new
             track.replicas = row[_REPLICAS]
             track.leader, track.isr = row[_TRACK_LEADER], isrs[row[_TRACK_ISR]]
@@ -574,7 +633,7 @@ class _Walker:
         buckets = self._fold_buckets(slot, kind, offsets)
         for i in np.flatnonzero(kind >= _ASIDE).tolist():  # in log order, each as ``add`` takes it
             e = run.entry(a + i)
-            if e.record.type not in _KEEPS_MIN_ISR:
+            if not _keeps_min_isr(e.record, e.record.type):
                 self._forget_min_isrs()
             self._apply(e, e.record.type)
         image.pass_over_run(offsets, ts, epochs)  # outside a transaction (``_stretch``); the last record's
@@ -693,13 +752,17 @@ class _Walker:
             known = self.topic_min_isr = np.concatenate([known, np.full((len(self.topic_ids), 2), -1, np.int64)])
         stale = known[topic, 1] != era
         if stale.any():
-            for t in _distinct(topic[stale]).tolist():
-                known[t] = self._topic_min_isr(self.topic_ids[t]), era
+            told = _distinct(topic[stale])
+            known[told, 0] = [self._topic_min_isr(self.topic_ids[t]) for t in told.tolist()]
+            known[told, 1] = era
         return np.stack([~live, unavailable, sizes < known[topic, 0], sizes < replicas, elr.astype(bool)], axis=1)
 
     def _recheck_held(self, broker: int) -> None:
         """``_recheck`` of the held partitions ``broker`` leads, in ``cols``."""
-        rows = np.flatnonzero((self.code_of >= 0) & (self.cols[:, _LEADER] == broker))
+        self._recheck_rows(np.flatnonzero((self.code_of >= 0) & (self.cols[:, _LEADER] == broker)))
+
+    def _recheck_rows(self, rows: np.ndarray) -> None:
+        """``_recheck`` of held partitions, by their rows in ``cols``."""
         if not len(rows):
             return
         held = self.cols[rows]
@@ -759,13 +822,12 @@ class _Walker:
         cells = np.stack([where, offsets[at[f]], ts[at[f]], offsets[at[z]], ts[at[z]], sizes[z],
                           np.minimum.reduceat(sizes[sel], first), leader[z],
                           *(np.add.reduceat(x, first) for x in (moved, shrank, grew))], axis=1)
-        held, cols, numbers = self.held, self.cols, held_codes[g]
+        cols, numbers = self.cols, held_codes[g]
         slots = self.slot_of[numbers]
         if ((g[1:] == g[:-1]) & (f[1:] < z[:-1])).any():  # a partition's buckets not one after another in time
             self._close_cells(_distinct(numbers).tolist())
-            for gi, cell in zip(g[np.argsort(f, kind="stable")].tolist(), cells[np.argsort(f, kind="stable")].tolist(),
-                                strict=True):
-                _put_cell(held[codes[gi]][3], *cell)
+            by_time = np.argsort(f, kind="stable")
+            self.cells.put(cols[slots[by_time], _TRACK_NO], cells[by_time])
             return
         # each partition's first cell here goes on with its open one if in the same bucket; the others before its
         # last are put in its track (the open one first); the last stays open
@@ -782,27 +844,25 @@ class _Walker:
             cells[on, 8:] += cols[rows, _CELL.start + 8:_CELL.stop]
         self._close_cells(numbers[start[(opened >= 0) & ~same]].tolist())
         put = np.flatnonzero(~tail)
-        for code, cell in zip(numbers[put].tolist(), cells[put].tolist(), strict=True):
-            _put_cell(held[code][3], *cell)
+        self.cells.put(cols[slots[put], _TRACK_NO], cells[put])
         cols[slots[tail], _CELL] = cells[tail]
 
     def _close_cells(self, codes: list[int]) -> None:
-        """Put the open cells of these held partitions in their tracks."""
-        held, cols, slots = self.held, self.cols, self.slot_of[codes]
-        for code, cell in zip(codes, cols[slots, _CELL].tolist(), strict=True):
-            if cell[0] >= 0:
-                _put_cell(held[code][3], *cell)
+        """Put the open cells of these held partitions in their tracks (``cells``)."""
+        cols, slots = self.cols, self.slot_of[codes]
+        slots = slots[cols[slots, _CELL.start] >= 0]
+        self.cells.put(cols[slots, _TRACK_NO], cols[slots, _CELL])
         cols[slots, _CELL.start] = -1
 
     def _fold_health(self, rows, delta, offsets, ts, slot, buckets) -> None:
         """``_health_moved`` after each record that moved a partition's flags, in log order."""
-        counts = np.cumsum(delta, axis=0) + np.asarray(self.health_counts, np.int64)
         moved = np.flatnonzero((delta != 0).any(axis=1))
         if not len(moved):
             return
+        counts = np.cumsum(delta[moved], axis=0) + np.asarray(self.health_counts, np.int64)  # after each that moved
         self.health_counts = self.shown_health = tuple(counts[-1].tolist())
         at = rows[moved]
-        kept = (offsets[at], ts[at], counts[moved])  # copies: ``Capped`` may make the items later
+        kept = (offsets[at], ts[at], counts)  # copies: ``Capped`` may make the items later
 
         def changes(lo: int, hi: int) -> list[tuple[int, int, Health]]:
             return list(zip(*(x[lo:hi].tolist() for x in kept[:2]), map(tuple, kept[2][lo:hi].tolist()), strict=True))
@@ -810,7 +870,7 @@ class _Walker:
         self.model.health_changes.add_many(len(moved), changes)
         where = slot[at]
         for idx in _distinct(where[where >= 0]).tolist():
-            mine = moved[where == idx]
+            mine = np.flatnonzero(where == idx)
             bucket = buckets[idx]
             peak = tuple(counts[mine].max(axis=0).tolist())
             bucket.health_peak = peak if bucket.health_peak is None else tuple(map(max, bucket.health_peak, peak))
@@ -821,6 +881,11 @@ class _Walker:
         shrank, grew = np.zeros(len(was), bool), np.zeros(len(was), bool)
         sel = np.flatnonzero(changed)
         if not len(sel):
+            return shrank, grew
+        masks = self._isr_masks()
+        before, after = masks[was[sel]], masks[new[sel]]
+        if MASKED_ISRS and (before >= 0).all() and (after >= 0).all():
+            shrank[sel], grew[sel] = (before & ~after) != 0, (after & ~before) != 0
             return shrank, grew
         width = len(self.isrs)
         pairs, inverse = np.unique(was[sel] * width + new[sel], return_inverse=True)  # one number per pair
@@ -839,7 +904,12 @@ class _Walker:
         """Whether each asked record's leader (a broker) is in the ISR it had before (others: True)."""
         out = np.ones(len(isr), bool)
         sel = np.flatnonzero(asked)
-        if len(sel):
+        if not len(sel):
+            return out
+        masks, asked_leader = self._isr_masks()[isr[sel]], leader[sel]
+        if MASKED_ISRS and (masks >= 0).all():
+            out[sel] = (asked_leader < _MASK_BITS) & ((masks >> np.minimum(asked_leader, _MASK_BITS - 1)) & 1 != 0)
+        else:
             width = int(leader[sel].max()) + 1
             pairs, inverse = np.unique(isr[sel] * width + leader[sel], return_inverse=True)
             holds = [b in self.isrs[a] for a, b in zip(*(x.tolist() for x in divmod(pairs, width)), strict=True)]
@@ -879,9 +949,7 @@ class _Walker:
             model.width *= factor
             self.lo, self.hi = self.lo // factor, self.hi // factor
             model.buckets = _regroup(model.buckets, factor, Bucket.merge)
-            for track in model.partitions.values():
-                if track.cells:
-                    track.cells = _regroup(track.cells, factor, Cell.merge)
+            self.cells.regroup(factor)
 
     def _bucket(self, e: Entry) -> Bucket | None:
         """The bucket ``e`` was counted in (the record being added, or one held by a transaction)."""
@@ -955,18 +1023,9 @@ class _Walker:
         bucket.leader_changes += moved
         bucket.isr_shrinks += shrank
         bucket.isr_expands += grew
-        idx, size = e.timestamp // self.model.width, len(isr)
-        cell = track.cells.get(idx)
-        if cell is None:
-            track.cells[idx] = Cell(e.offset, e.timestamp, e.offset, e.timestamp, size, size, leader, moved, shrank,
-                                    grew)
-            return
-        cell.last_offset, cell.last_time, cell.isr, cell.leader = e.offset, e.timestamp, size, leader
-        if size < cell.min_isr:
-            cell.min_isr = size
-        cell.leader_changes += moved
-        cell.shrinks += shrank
-        cell.expands += grew
+        size = len(isr)
+        self.cells.put_one(track, (e.timestamp // self.model.width, e.offset, e.timestamp, e.offset, e.timestamp, size,
+                                   size, leader, moved, shrank, grew))
 
     def _topic(self, e: Entry, data: dict, old: Any) -> None:
         name, tid = data["name"], data["topicId"]
@@ -1015,12 +1074,17 @@ class _Walker:
         """min.insync.replicas as Kafka's controller resolves it (ConfigurationControlManager.getTopicConfig):
         the topic's config, the active controller's node config, the cluster default, then the static
         config, which the log does not hold: Kafka's default stands in for it."""
+        given = _min_isr_of(self.image.configs.resources.get((TOPIC, topic_name)))
+        return given if given is not None else self._node_min_isr()
+
+    def _node_min_isr(self) -> int:
+        """``min_isr`` of a topic with no min.insync.replicas of its own."""
         configs = self.image.configs.resources
         leader = self.epoch.leader if self.epoch is not None else -1
-        for key in ((TOPIC, topic_name), (BROKER, str(leader)) if leader >= 0 else None, (BROKER, "")):
-            value = configs.get(key, {}).get(MIN_ISR) if key else None
-            if value is not None and value.strip().isdigit():
-                return int(value)
+        for key in ((BROKER, str(leader)) if leader >= 0 else None, (BROKER, "")):
+            given = _min_isr_of(configs.get(key)) if key else None
+            if given is not None:
+                return given
         return KAFKA_MIN_ISR
 
     def _set_health(self, key: tuple[str, int], part: dict | None) -> None:
@@ -1046,12 +1110,18 @@ class _Walker:
 
     def _forget_min_isrs(self) -> None:
         self.min_isrs.clear()
+        self.node_min_isr = None
         self.min_isr_era += 1
 
     def _topic_min_isr(self, tid: str) -> int:
         min_isr = self.min_isrs.get(tid)
-        if min_isr is None:
-            min_isr = self.min_isrs[tid] = self.min_isr(self.topic_names.get(tid, ""))
+        if min_isr is None:  # ``min_isr``, the node's part told once until forgotten
+            min_isr = _min_isr_of(self.image.configs.resources.get((TOPIC, self.topic_names.get(tid, ""))))
+            if min_isr is None:
+                min_isr = self.node_min_isr
+                if min_isr is None:
+                    min_isr = self.node_min_isr = self._node_min_isr()
+            self.min_isrs[tid] = min_isr
         return min_isr
 
     def _lead(self, key: tuple[str, int], leader: int) -> None:
@@ -1067,8 +1137,12 @@ class _Walker:
 
     def _recheck(self, keys) -> None:
         keys = list(keys)
-        if self.held:
-            self._release_keys(keys)
+        if self.held:  # those held rechecked in ``cols``: a record that rechecks moves no partition (the others
+            codes, held = self.key_codes, self.held  # have them written back first: ``_release_read_by``)
+            mine = [c for k in keys if (c := codes.get(k)) is not None and c in held]
+            if mine:
+                self._recheck_rows(self.slot_of[mine])
+                keys = [k for k in keys if codes.get(k) not in held]
         for tid, pid in keys:
             topic = self.image.topics.by_id.get(tid)
             part = topic["partitions"].get(pid) if topic else None
@@ -1090,6 +1164,7 @@ class _Walker:
     def finish(self) -> None:
         """The partitions in each health state at the end of the log."""
         self._release_all()
+        self.cells.made()
         for state in HEALTH:
             self.model.end_health[state] = []
         for (tid, pid), flags in sorted(self.health.items(), key=lambda kv: (self.topic_names.get(kv[0][0], ""), kv[0])):
@@ -1114,7 +1189,11 @@ class _Walker:
         led = self.led.get(bid, ())
         if self.held:  # those it leads in ``cols``; those it led when written back last lead no more
             self._recheck_held(bid)
-            led = [k for k in led if self.key_codes.get(k) not in self.held]
+            holding = self.held_led.get(bid, 0)  # of ``led`` (a held partition's ``leader_of`` stays as held)
+            if holding == len(led):
+                led = ()
+            elif holding:
+                led = [k for k in led if self.key_codes.get(k) not in self.held]
         self._recheck(led)
         if state == self.broker_states.get(bid, lane.start_state) and not registered:
             return
@@ -1198,25 +1277,92 @@ class _Walker:
                                                f"state {ZK_MIGRATION_STATES.get(state, state)}", state))
 
 
+class _Told:
+    """The kinds (``_Walker._kind``) of decoded records told before, by the records' ids in a sorted array, so that
+    a walk's values are looked up at once: a record is shared across walks (``decode_metadata``'s cache) and told
+    once while it is here. The records are held, so that their ids are not reused: at most ``_SEEN_MAX``, and
+    then only the last walk's (the next walks' likeliest)."""
+
+    def __init__(self) -> None:
+        self.ids = np.zeros(0, np.int64)  # sorted
+        self.rows_of = np.zeros(0, np.int64)  # each id's row in ``rows``
+        self.rows = np.zeros((0, 5), np.int64)  # kind, key, leader, ISR, passed
+        self.held: list = []  # the record of each row
+
+    def kinds(self, decoded: list, tell: Callable[[Any], tuple[int, int, int, int, int]]) -> np.ndarray:
+        """The row of each of ``decoded``, those not here told (in the order they first come) and kept."""
+        ids = np.fromiter(map(id, decoded), np.int64, len(decoded))
+        numbers = self._find(ids)
+        if len(self.held) > _SEEN_MAX:
+            found = np.flatnonzero(numbers >= 0)
+            self.ids, first = np.unique(ids[found], return_index=True)
+            at = found[first]
+            self.held, self.rows = [decoded[i] for i in at.tolist()], self.rows[numbers[at]]
+            self.rows_of = np.arange(len(at))
+            numbers = self._find(ids)
+        new = np.flatnonzero(numbers < 0)
+        if len(new):
+            new_ids, first, inverse = np.unique(ids[new], return_index=True, return_inverse=True)
+            by_first = np.argsort(first)
+            rank = np.empty(len(first), np.int64)
+            rank[by_first] = np.arange(len(first))
+            records = [decoded[i] for i in new[first[by_first]].tolist()]
+            rows = np.asarray([tell(r) for r in records], np.int64).reshape(-1, 5)
+            base = len(self.held)
+            self.held += records
+            self.rows = np.concatenate([self.rows, rows])
+            numbers[new] = base + rank[inverse.ravel()]
+            at = np.searchsorted(self.ids, new_ids)
+            self.ids, self.rows_of = np.insert(self.ids, at, new_ids), np.insert(self.rows_of, at, base + rank)
+        return self.rows[numbers]
+
+    def _find(self, ids: np.ndarray) -> np.ndarray:
+        """Each id's row (-1: not here)."""
+        if not len(self.ids):
+            return np.full(len(ids), -1, np.int64)
+        at = np.minimum(np.searchsorted(self.ids, ids), len(self.ids) - 1)
+        return np.where(self.ids[at] == ids, self.rows_of[at], -1)
+
+
 _NAMES = {_NOOP: NO_OP, _CHANGE: CHANGE, **{code: name for name, code in (_ASIDE_CODES | _BROKER_CODES).items()}}
+
+
+def _joined(blocks: list[Block]) -> Block:
+    """Blocks of consecutive offsets as one (their walks' values one after another)."""
+    if len(blocks) == 1:
+        return blocks[0]
+    values, base, kv = [], {}, []
+    for b in blocks:
+        if id(b.decoded) not in base:  # (a walk's blocks share its values)
+            base[id(b.decoded)] = len(values)
+            values += b.decoded
+        kv.append(b.kv + base[id(b.decoded)])
+    return Block(values, np.concatenate(kv), *(np.concatenate([getattr(b, f) for b in blocks])
+                                              for f in ("offsets", "timestamps", "epochs", "active")))
 
 
 def _tally(counter, kinds: np.ndarray) -> None:
     """Count the records of ``kinds`` (a fold's) in ``counter`` by type, a type first met first."""
     if not len(kinds):
         return
-    if int(kinds.max()) < _ASIDE:  # NoOps and changes only: most stretches
-        met = []
-        for code in (_NOOP, _CHANGE):
-            at = np.flatnonzero(kinds == code)
-            if len(at):
-                met.append((int(at[0]), _NAMES[code], len(at)))
-        for _, name, n in sorted(met):
-            counter[name] += n
-        return
-    codes, first, counts = np.unique(kinds, return_index=True, return_counts=True)
-    for j in np.argsort(first).tolist():
-        counter[_NAMES[int(codes[j])]] += int(counts[j])
+    counts = np.bincount(kinds)
+    met = np.flatnonzero(counts).tolist()
+    if len(met) > 1:
+        met.sort(key=lambda code: int(np.argmax(kinds == code)))
+    for code in met:
+        counter[_NAMES[code]] += int(counts[code])
+
+
+def _keeps_min_isr(rec: Any, kind: str) -> bool:
+    """Whether the record leaves every min ISR as it was: one of ``_KEEPS_MIN_ISR``, or a config of another key
+    (a ConfigRecord sets or deletes its one key: ``state.configs``)."""
+    return rec.error is None and (kind in _KEEPS_MIN_ISR or (kind == "CONFIG_RECORD" and rec.data.get("name") != MIN_ISR))
+
+
+def _min_isr_of(config: dict | None) -> int | None:
+    """A resource's min.insync.replicas, if set to a number."""
+    value = config.get(MIN_ISR) if config else None
+    return int(value) if value is not None and value.strip().isdigit() else None
 
 
 def _unavailable(registration: dict | None) -> bool:
@@ -1228,15 +1374,6 @@ def _distinct(values: np.ndarray) -> np.ndarray:
     """``np.unique(values)`` of a small array, without its wrapper's cost (a few of these per stretch)."""
     ordered = np.sort(values)
     return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))] if len(ordered) else ordered
-
-
-def _put_cell(track: PartitionTrack, idx: int, *cell: int) -> None:
-    """A cell of changes in bucket ``idx`` into the track: made, or merged into the one there (in time order)."""
-    made = track.cells.get(idx)
-    if made is None:
-        track.cells[idx] = Cell(*cell)
-    else:
-        made.merge(Cell(*cell))
 
 
 def _carried(values: np.ndarray, unchanged: int, head: np.ndarray, group: np.ndarray, seed: np.ndarray

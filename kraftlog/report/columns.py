@@ -1,7 +1,8 @@
 """The PartitionChangeRecords the report takes as columns, and what it reads of each.
 
 A quiet log's churn is ISR shrinks and expands and leader moves: PartitionChangeRecords that hold
-only their partition's keys, ``isr`` and ``leader``. Those the report folds a run at a time with
+only their partition's keys, ``isr`` and ``leader`` (and, now and then, fields the report does not read,
+``PASSED``, which the fold hands to ``merge_partition`` as they come). Those the report folds a run at a time with
 numpy (``collect._Walker.add_records``); any other record, and any of these it was not built for
 (a version the schema does not declare, one read as an older version, an unknown tagged field,
 another field set), goes the object way. What each taken field does to the partition comes from
@@ -28,6 +29,7 @@ from kraftlog.state.topics import (
 
 CHANGE = "PARTITION_CHANGE_RECORD"
 _MESSAGE = BY_TYPE_NAME[CHANGE]
+_VERSIONS = frozenset(_MESSAGE.valid_versions)  # (a set: ``in`` without a Python call)
 #: The fields the fold reads, with the merge it applies: the key, the ISR replaced when set, the
 #: leader replaced unless -2 (bumping the leader epoch); every record bumps the partition epoch.
 TAKEN: dict[str, Merge] = {
@@ -37,6 +39,15 @@ TAKEN: dict[str, Merge] = {
     "leader": Merge(SENTINEL, "leader", NO_LEADER_CHANGE, bumps="leaderEpoch"),
 }
 LEADER_EPOCH, PARTITION_EPOCH = "leaderEpoch", "partitionEpoch"
+#: The partition's state the fold holds as columns (what the report reads of a partition).
+READ = frozenset({"leader", "isr", "replicas", "eligibleLeaderReplicas", LEADER_EPOCH, PARTITION_EPOCH})
+#: The fields the fold passes to ``merge_partition`` as they come (at most a few records a stretch), whose
+#: states it writes back: those of ``PARTITION_CHANGE_RECORD`` that neither move nor bump a state the
+#: report reads (directories, leaderRecoveryState, adding/removing replicas, lastKnownElr).
+PASSED = frozenset(name for name, m in PARTITION_CHANGE_RECORD.items()
+                   if m.rule != KEY and name not in TAKEN and m.state not in READ and m.bumps is None)
+#: The states ``merge_partition`` of the ``PASSED`` fields alone may set.
+PASSED_STATES = frozenset(PARTITION_CHANGE_RECORD[name].state for name in PASSED)
 
 
 def built() -> bool:
@@ -59,16 +70,18 @@ def built() -> bool:
 BUILT = built()
 
 
-def change_of(rec: Any) -> tuple[tuple[str, int], int, tuple[int, ...] | None] | None:
-    """((topic id, partition), leader (-2: unchanged), ISR (None: unchanged)) of a PartitionChangeRecord
-    the fold takes; None for any other record."""
+def change_of(rec: Any) -> tuple[tuple[str, int], int, tuple[int, ...] | None, dict | None] | None:
+    """((topic id, partition), leader (-2: unchanged), ISR (None: unchanged), its ``PASSED`` fields (None:
+    none)) of a PartitionChangeRecord the fold takes; None for any other record."""
     if (type(rec) is not MetadataRecord or rec.api_key != _MESSAGE.api_key or rec.error is not None
-            or rec.decoded_as is not None or rec.unknown_tags or rec.version not in _MESSAGE.valid_versions
-            or not BUILT):
+            or rec.decoded_as is not None or rec.unknown_tags or rec.version not in _VERSIONS or not BUILT):
         return None
     data = rec.data
+    passed = None
     if not data.keys() <= TAKEN.keys():
-        return None
+        if not data.keys() <= TAKEN.keys() | PASSED:
+            return None
+        passed = {name: value for name, value in data.items() if name in PASSED}
     isr = data.get("isr")
     return (data["topicId"], data["partitionId"]), data.get("leader", NO_LEADER_CHANGE), \
-        None if isr is None else tuple(isr)
+        None if isr is None else tuple(isr), passed
