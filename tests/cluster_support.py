@@ -286,6 +286,24 @@ def s3(tmp_path_factory):
         server.stop()
 
 
+@pytest.fixture
+def spark_s3(spark, s3):
+    """The tests' own ``local[2]`` session (``spark_support.spark``, which a module using this imports
+    too) with the ``s3`` server's settings in its Python workers' environment, so that a run in this
+    process reads and writes the store, as a user's embedded session started with them does: pyspark
+    sends ``SparkContext.environment`` (where ``spark.executorEnv.*`` lands) with each Python function,
+    and the JVM starts workers of their own for functions of another environment. Put back after the
+    test."""
+    environment = spark.sparkContext.environment
+    before = dict(environment)
+    environment.update(s3.env)
+    try:
+        yield spark
+    finally:
+        environment.clear()
+        environment.update(before)
+
+
 @pytest.fixture(scope="session")
 def spark_connect(tmp_path_factory, s3):
     """A Spark Connect server (``local[2]``, pyspark's own ``spark-connect`` jar) on 127.0.0.1 for the

@@ -6,14 +6,14 @@ import json
 
 import pytest
 
-from cluster_support import run_job, s3, same_delta_tables, spark_cluster  # noqa: F401
+from cluster_support import s3, same_delta_tables, spark_cluster, spark_s3  # noqa: F401
 from kraftlog.files.storage import Source
 from kraftlog.files.walk import walk
 from kraftlog.spark import guard
 from kraftlog.spark.discover import discover
 from kraftlog.spark.job import Options, run
 from kraftlog.spark.sink import STAGING
-from spark_support import fixtures, spark  # noqa: F401
+from spark_support import fixtures, local_run_three, spark  # noqa: F401
 
 pytestmark = pytest.mark.spark
 
@@ -68,29 +68,26 @@ def test_executors_read_inputs_in_s3_through_the_storage_layer(spark_cluster, s3
     assert got == expected and len(got) == 21 and sum(r for _, r in got.values()) > 2000
 
 
-def test_the_job_on_the_cluster_with_input_and_output_in_s3_gives_the_local_tables(spark_cluster, s3, spark,  # noqa: F811
-                                                                                   fixtures, tmp_path):  # noqa: F811
-    local = fixtures / "three-nodes"
+def test_the_job_on_the_cluster_with_input_and_output_in_s3_gives_the_local_tables(spark_cluster, s3,  # noqa: F811
+                                                                                   local_run_three):  # noqa: F811
+    local, here = local_run_three
     bucket = s3.bucket("cluster-job")
     uri = s3.upload(local, bucket + "/in/three-nodes")
-    run(spark, Options(inputs=[str(local)], output=str(tmp_path / "local"), at_offsets=[1000]))
     proc = spark_cluster.job("--input", "s3a" + uri[2:], "--output", f"{bucket}/out", "--at-offset", "1000",
                              env=s3.env, conf=s3.spark_conf())
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-    same_delta_tables(tmp_path / "local", local, f"{bucket}/out", "s3a" + uri[2:], s3)
+    same_delta_tables(here, local, f"{bucket}/out", "s3a" + uri[2:], s3)
 
 
-def test_a_local_run_with_output_in_s3_gives_the_local_tables_as_delta(spark, s3, fixtures, tmp_path):  # noqa: F811
+def test_a_local_run_with_output_in_s3_gives_the_local_tables_as_delta(spark_s3, s3, local_run_three):  # noqa: F811
     """And a second run onto it replaces each table in one Delta commit: the tables hold its rows only."""
-    local = fixtures / "three-nodes"
+    local, here = local_run_three
     out, versions = s3.bucket("local-job") + "/out", []
-    run(spark, Options(inputs=[str(local)], output=str(tmp_path / "local"), at_offsets=[1000]))
     for _ in range(2):
-        proc = run_job(["--input", str(local), "--output", out, "--at-offset", "1000"], s3.env)
-        assert proc.returncode == 0, proc.stderr[-3000:]
+        run(spark_s3, Options(inputs=[str(local)], output=out, at_offsets=[1000]))
         versions.append(json.loads(s3.client().get_object(Bucket="local-job", Key="out/_manifest.json")["Body"].read()))
     first, second = versions
-    same_delta_tables(tmp_path / "local", local, out, str(local), s3)
+    same_delta_tables(here, local, out, str(local), s3)
     assert {t: v - 1 for t, v in second["delta_versions"].items()} == first["delta_versions"]
     import polars as pl
 

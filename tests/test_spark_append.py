@@ -16,7 +16,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from cluster_support import _rows, run_job, s3  # noqa: F401
+from cluster_support import _rows, s3, spark_s3  # noqa: F401
 from kraftlog.spark.job import TABLES, Options, run
 from kraftlog.spark.output import storage_options
 from spark_support import fixtures, kraft_metadata, spark  # noqa: F401
@@ -167,7 +167,7 @@ def test_an_output_of_other_tables_or_columns_is_refused_and_left_as_it_was(spar
     assert (theirs / "notes.txt").read_text() == "theirs"
 
 
-def test_runs_appended_to_delta_tables_in_s3_each_hold_a_replacing_runs_rows(s3, fixtures, reference):  # noqa: F811
+def test_runs_appended_to_delta_tables_in_s3_each_hold_a_replacing_runs_rows(spark_s3, s3, fixtures, reference):  # noqa: F811
     """Each append is one append commit per table, which the manifest names. Commits after the ones a
     manifest names (a run killed between its commits, another writer) are taken back by the next
     append's own commit: the tables hold exactly the runs the manifest lists."""
@@ -178,9 +178,7 @@ def test_runs_appended_to_delta_tables_in_s3_each_hold_a_replacing_runs_rows(s3,
     options = storage_options(out)
 
     def append() -> dict:
-        proc = run_job(["--input", str(fixtures / "single-node"), "--output", out, "--at-offset", "100",
-                        "--mode", "append"], s3.env)
-        assert proc.returncode == 0, proc.stderr[-3000:]
+        run(spark_s3, Options(inputs=[str(fixtures / "single-node")], output=out, at_offsets=AT, mode="append"))
         return json.loads(s3.client().get_object(Bucket="append", Key="archive/_manifest.json")["Body"].read())
 
     first, second = append(), append()

@@ -16,7 +16,7 @@ from cluster_support import PYTHON, clean_env, s3, same_delta_tables, spark_clus
 from conftest import REPO
 from kraftlog.spark import passes
 from kraftlog.spark.job import TABLES, Options, run
-from spark_support import fixtures, kraft_metadata, spark, table  # noqa: F401
+from spark_support import fixtures, kraft_metadata, local_run_three, spark, table  # noqa: F401
 
 pytestmark = pytest.mark.spark
 NOT_SHARED = "executors and driver do not share this output's storage"
@@ -116,7 +116,7 @@ def test_spark_connect_gives_the_local_tables(spark_connect, shared_input, local
 
 
 def test_spark_connect_with_input_and_output_in_s3_gives_the_local_tables(spark_connect, s3, fixtures,  # noqa: F811
-                                                                          local_run_three, tmp_path):
+                                                                          local_run_three, tmp_path):  # noqa: F811
     """A Connect client on a machine that holds nothing: the inputs in a bucket, the tables Delta
     tables in another, the tasks on the server reading and writing through the storage layer."""
     local, here = local_run_three
@@ -129,10 +129,3 @@ def test_spark_connect_with_input_and_output_in_s3_gives_the_local_tables(spark_
     assert proc.returncode == 0, proc.stderr[-3000:]
     same_delta_tables(here, local, out, uri, s3)
 
-
-@pytest.fixture(scope="module")
-def local_run_three(spark, fixtures, tmp_path_factory):  # noqa: F811
-    """``three-nodes`` with views at offset 1000, run on the tests' local session: its folder and tables."""
-    out = tmp_path_factory.mktemp("local-three") / "tables"
-    run(spark, Options(inputs=[str(fixtures / "three-nodes")], output=str(out), at_offsets=[1000]))
-    return fixtures / "three-nodes", out
