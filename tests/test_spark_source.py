@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 from test_spark_damaged import damaged  # noqa: F401
 
-from cluster_support import PYTHON, _rows, clean_env, s3, spark_cluster, spark_connect, tables  # noqa: F401
+from cluster_support import PYTHON, _rows, clean_env, s3, spark_cluster, spark_connect, spark_s3, tables  # noqa: F401
 from conftest import REPO
 from kraftlog.files.reader import Limits
 from kraftlog.spark import copies, source
@@ -154,9 +154,9 @@ def fleet_in_s3(s3, fixtures):  # noqa: F811
     return s3.upload(fixtures, s3.bucket("source-in") + "/fixtures")
 
 
-def test_an_s3_input_gives_the_same_rows(s3, fleet_in_s3, rows, tmp_path):  # noqa: F811
-    _subprocess([fleet_in_s3, str(tmp_path)], s3.env)
-    _same(tmp_path, rows, {"ROOT": fleet_in_s3})
+def test_an_s3_input_gives_the_same_rows(spark_s3, fleet_in_s3, rows):  # noqa: F811
+    for table in TABLES:
+        assert _rows(_read(spark_s3, table, fleet_in_s3).toArrow(), {"ROOT": fleet_in_s3}) == rows[table], table
 
 
 def test_a_cluster_without_the_drivers_disk_reads_s3_and_gives_the_same_rows(spark_cluster, s3, fleet_in_s3,  # noqa: F811
