@@ -14,7 +14,9 @@ one SparkContext per process, and the tests' own ``local[2]`` session (``spark_s
 this one. A Connect client likewise runs in a subprocess: ``SparkSession.builder.remote`` marks the
 whole interpreter as remote.
 
-Test modules take them with ``from cluster_support import spark_cluster, s3, spark_connect  # noqa: F401``.
+``conftest`` gives every test module the fixtures (``spark_cluster``, ``s3``, ``spark_s3``,
+``spark_connect``); a module must not import them: a session fixture imported into a module is
+that module's own, started again for it.
 """
 
 import contextlib

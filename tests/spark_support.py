@@ -1,8 +1,9 @@
 """Shared by the Spark tests: one local session, the fixtures, and the job's tables read back as
 the state layer's JSON so that views compare with ``ClusterImage.to_json`` as they are.
 
-Test modules take the session with ``from spark_support import spark  # noqa: F401``; it is
-created once (``session()`` returns the active one) and lives until the interpreter exits.
+``conftest`` gives every test module the fixtures (``spark``, ``fixtures``, ``local_run_three``); a
+module must not import them, which would make them its own. The session is created once
+(``session()`` returns the active one) and lives until the interpreter exits.
 """
 
 import subprocess
@@ -39,7 +40,7 @@ def fixtures(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def local_run_three(spark, fixtures, tmp_path_factory):  # noqa: F811
+def local_run_three(spark, fixtures, tmp_path_factory):
     """``three-nodes`` with views at offset 1000, run once on the tests' local session (the tables runs on
     a cluster, through Connect and into object storage are compared with): its input and output folders."""
     out = tmp_path_factory.mktemp("local-three") / "tables"

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from cluster_support import PYTHON, clean_env, s3, spark_s3  # noqa: F401
+from cluster_support import PYTHON, clean_env
 from conftest import REPO
 from kraftlog.spark.job import TABLES, Options, run
 from kraftlog.spark.output import storage_options
-from spark_support import fixtures, kraft_metadata, spark, table  # noqa: F401
+from spark_support import kraft_metadata, table
 
 pytestmark = pytest.mark.spark
 
@@ -45,7 +45,7 @@ def _finish(proc: subprocess.Popen) -> str:
 
 
 @pytest.fixture(scope="module")
-def whole(fixtures, tmp_path_factory) -> float:  # noqa: F811
+def whole(fixtures, tmp_path_factory) -> float:
     """Seconds a whole run of the command line onto a new local output takes, start to end."""
     tmp = tmp_path_factory.mktemp("whole")
     start = time.monotonic()
@@ -54,7 +54,7 @@ def whole(fixtures, tmp_path_factory) -> float:  # noqa: F811
 
 
 @pytest.fixture
-def here(spark, fixtures, monkeypatch, capsys):  # noqa: F811
+def here(spark, fixtures, monkeypatch, capsys):
     """A run of the command line (as ``_start`` gives it) in this process, on the tests' session: its stderr."""
     monkeypatch.setattr(kraft_metadata, "session", lambda *_, **__: spark)
 
@@ -75,7 +75,7 @@ def _state(out: Path) -> tuple[dict[str, str], dict[str, int]]:
     return digests, {t: len(table(out, t)) for t in TABLES}
 
 
-def test_a_driver_killed_at_any_moment_leaves_the_previous_output_whole(fixtures, whole, here, tmp_path):  # noqa: F811
+def test_a_driver_killed_at_any_moment_leaves_the_previous_output_whole(fixtures, whole, here, tmp_path):
     out = tmp_path / "out"
     here(out)
     before = _state(out)
@@ -110,7 +110,7 @@ def test_a_driver_killed_at_any_moment_leaves_the_previous_output_whole(fixtures
           f"staging left by the killed runs and removed by the next: {len(left)}")
 
 
-def test_a_driver_killed_appending_leaves_the_earlier_runs_whole(fixtures, whole, here, tmp_path):  # noqa: F811
+def test_a_driver_killed_appending_leaves_the_earlier_runs_whole(fixtures, whole, here, tmp_path):
     """Killed near its end (as it links the earlier output's files into staging, or swaps), an
     appending run leaves the output holding the earlier runs as they were; the next one appends."""
     out, append = tmp_path / "out", ("--mode", "append")
@@ -144,7 +144,7 @@ def _delta_state(store, out: str) -> tuple[dict, dict[str, tuple[int, list]]]:
     return manifest, {t: (x.num_rows, sorted(set(x.column("run_id").to_pylist()))) for t, x in tables.items()}
 
 
-def test_a_driver_killed_writing_to_s3_leaves_the_tables_the_manifest_names_whole(s3, spark_s3, fixtures,  # noqa: F811
+def test_a_driver_killed_writing_to_s3_leaves_the_tables_the_manifest_names_whole(s3, spark_s3, fixtures,
                                                                                    tmp_path):
     """In an object store each table is replaced in one Delta commit; the manifest, written last,
     names the versions of one run, which stay readable whatever moment the next run is killed at."""

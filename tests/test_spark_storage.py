@@ -7,15 +7,15 @@ import shutil
 
 import pytest
 
-from cluster_support import s3, spark_s3, tables  # noqa: F401
+from cluster_support import tables
 from kraftlog.spark import job as job_module
 from kraftlog.spark.job import Options, run
-from spark_support import fixtures, spark, table  # noqa: F401
+from spark_support import table
 
 pytestmark = pytest.mark.spark
 
 
-def test_the_job_on_s3_gives_the_tables_it_gives_on_disk(s3, spark, spark_s3, fixtures, tmp_path):  # noqa: F811
+def test_the_job_on_s3_gives_the_tables_it_gives_on_disk(s3, spark, spark_s3, fixtures, tmp_path):
     local = fixtures / "three-nodes"
     uri = s3.upload(local, s3.bucket("job-input") + "/archive/three-nodes")
     run(spark, Options(inputs=[str(local)], output=str(tmp_path / "local"), at_offsets=[1000],
@@ -35,7 +35,7 @@ def test_the_job_on_s3_gives_the_tables_it_gives_on_disk(s3, spark, spark_s3, fi
                for r in table(tmp_path / "s3", "files"))
 
 
-def test_a_segment_truncated_after_discovery_is_a_problem_row_not_lost_in_silence(spark, fixtures, tmp_path,  # noqa: F811
+def test_a_segment_truncated_after_discovery_is_a_problem_row_not_lost_in_silence(spark, fixtures, tmp_path,
                                                                                   monkeypatch):
     copy = tmp_path / "in"
     shutil.copytree(fixtures / "single-node", copy)
