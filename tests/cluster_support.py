@@ -14,7 +14,9 @@ one SparkContext per process, and the tests' own ``local[2]`` session (``spark_s
 this one. A Connect client likewise runs in a subprocess: ``SparkSession.builder.remote`` marks the
 whole interpreter as remote.
 
-Test modules take them with ``from cluster_support import spark_cluster, s3, spark_connect  # noqa: F401``.
+``conftest`` gives every test module the fixtures (``spark_cluster``, ``s3``, ``spark_s3``,
+``spark_connect``); a module must not import them: a session fixture imported into a module is
+that module's own, started again for it.
 """
 
 import contextlib
@@ -284,6 +286,24 @@ def s3(tmp_path_factory):
             yield S3(endpoint, env)
     finally:
         server.stop()
+
+
+@pytest.fixture
+def spark_s3(spark, s3):
+    """The tests' own ``local[2]`` session (``spark_support.spark``, which a module using this imports
+    too) with the ``s3`` server's settings in its Python workers' environment, so that a run in this
+    process reads and writes the store, as a user's embedded session started with them does: pyspark
+    sends ``SparkContext.environment`` (where ``spark.executorEnv.*`` lands) with each Python function,
+    and the JVM starts workers of their own for functions of another environment. Put back after the
+    test."""
+    environment = spark.sparkContext.environment
+    before = dict(environment)
+    environment.update(s3.env)
+    try:
+        yield spark
+    finally:
+        environment.clear()
+        environment.update(before)
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,7 @@
 """Shared test fixtures: where the shared corpus lives, and how to read its golden decodings."""
 
 import gzip
+import importlib.util
 import json
 from pathlib import Path
 
@@ -42,3 +43,11 @@ def corpus_log_files(*, metadata_only: bool = False) -> list[Path]:
 
     files = [classify(p) for p in sorted((CORPUS / "real").rglob("*")) if p.is_file()]
     return [f.path for f in files if f.kind != "other" and (f.is_metadata or not metadata_only)]
+
+
+# The real parts, started once per test session for every module. A session fixture imported into
+# a test module is that module's own (pytest caches a fixture per module that defines it): modules
+# that imported these started a cluster, an S3 server and a Connect server each, kept until the end.
+if importlib.util.find_spec("pyspark") is not None:  # else the Spark tests' modules fail to import anyway
+    from cluster_support import s3, spark_cluster, spark_connect, spark_s3  # noqa: E402,F401
+    from spark_support import fixtures, local_run_three, spark  # noqa: E402,F401

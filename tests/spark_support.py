@@ -1,8 +1,9 @@
 """Shared by the Spark tests: one local session, the fixtures, and the job's tables read back as
 the state layer's JSON so that views compare with ``ClusterImage.to_json`` as they are.
 
-Test modules take the session with ``from spark_support import spark  # noqa: F401``; it is
-created once (``session()`` returns the active one) and lives until the interpreter exits.
+``conftest`` gives every test module the fixtures (``spark``, ``fixtures``, ``local_run_three``); a
+module must not import them, which would make them its own. The session is created once
+(``session()`` returns the active one) and lives until the interpreter exits.
 """
 
 import subprocess
@@ -15,11 +16,11 @@ import pytest
 
 from conftest import REPO
 from kraftlog.spark import cli as kraft_metadata  # noqa: F401 - the job's command line, for the tests
+from kraftlog.spark.job import Options, run
 from kraftlog.spark.session import session
 
 FIXTURES = REPO / "fixtures"
 FIXTURE_NAMES = ("single-node", "three-nodes", "fleet")
-
 
 
 @pytest.fixture(scope="session")
@@ -36,6 +37,15 @@ def fixtures(tmp_path_factory) -> Path:
     subprocess.run([sys.executable, str(REPO / "scripts" / "make_fixtures.py"), "--out", str(out)], check=True,
                    capture_output=True)
     return out
+
+
+@pytest.fixture(scope="session")
+def local_run_three(spark, fixtures, tmp_path_factory):
+    """``three-nodes`` with views at offset 1000, run once on the tests' local session (the tables runs on
+    a cluster, through Connect and into object storage are compared with): its input and output folders."""
+    out = tmp_path_factory.mktemp("local-three") / "tables"
+    run(spark, Options(inputs=[str(fixtures / "three-nodes")], output=str(out), at_offsets=[1000]))
+    return fixtures / "three-nodes", out
 
 
 def table(out: Path, name: str) -> list[dict]:

@@ -6,14 +6,13 @@ import json
 
 import pytest
 
-from cluster_support import run_job, s3, same_delta_tables, spark_cluster  # noqa: F401
+from cluster_support import same_delta_tables
 from kraftlog.files.storage import Source
 from kraftlog.files.walk import walk
 from kraftlog.spark import guard
 from kraftlog.spark.discover import discover
 from kraftlog.spark.job import Options, run
 from kraftlog.spark.sink import STAGING
-from spark_support import fixtures, spark  # noqa: F401
 
 pytestmark = pytest.mark.spark
 
@@ -49,7 +48,7 @@ spark.stop()
 '''
 
 
-def test_executors_read_inputs_in_s3_through_the_storage_layer(spark_cluster, s3, fixtures):  # noqa: F811
+def test_executors_read_inputs_in_s3_through_the_storage_layer(spark_cluster, s3, fixtures):
     local = fixtures / "three-nodes"
     uri = s3.upload(local, s3.bucket("cluster-read") + "/three-nodes")
     expected = {}
@@ -68,29 +67,26 @@ def test_executors_read_inputs_in_s3_through_the_storage_layer(spark_cluster, s3
     assert got == expected and len(got) == 21 and sum(r for _, r in got.values()) > 2000
 
 
-def test_the_job_on_the_cluster_with_input_and_output_in_s3_gives_the_local_tables(spark_cluster, s3, spark,  # noqa: F811
-                                                                                   fixtures, tmp_path):  # noqa: F811
-    local = fixtures / "three-nodes"
+def test_the_job_on_the_cluster_with_input_and_output_in_s3_gives_the_local_tables(spark_cluster, s3,
+                                                                                   local_run_three):
+    local, here = local_run_three
     bucket = s3.bucket("cluster-job")
     uri = s3.upload(local, bucket + "/in/three-nodes")
-    run(spark, Options(inputs=[str(local)], output=str(tmp_path / "local"), at_offsets=[1000]))
     proc = spark_cluster.job("--input", "s3a" + uri[2:], "--output", f"{bucket}/out", "--at-offset", "1000",
                              env=s3.env, conf=s3.spark_conf())
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-    same_delta_tables(tmp_path / "local", local, f"{bucket}/out", "s3a" + uri[2:], s3)
+    same_delta_tables(here, local, f"{bucket}/out", "s3a" + uri[2:], s3)
 
 
-def test_a_local_run_with_output_in_s3_gives_the_local_tables_as_delta(spark, s3, fixtures, tmp_path):  # noqa: F811
+def test_a_local_run_with_output_in_s3_gives_the_local_tables_as_delta(spark_s3, s3, local_run_three):
     """And a second run onto it replaces each table in one Delta commit: the tables hold its rows only."""
-    local = fixtures / "three-nodes"
+    local, here = local_run_three
     out, versions = s3.bucket("local-job") + "/out", []
-    run(spark, Options(inputs=[str(local)], output=str(tmp_path / "local"), at_offsets=[1000]))
     for _ in range(2):
-        proc = run_job(["--input", str(local), "--output", out, "--at-offset", "1000"], s3.env)
-        assert proc.returncode == 0, proc.stderr[-3000:]
+        run(spark_s3, Options(inputs=[str(local)], output=out, at_offsets=[1000]))
         versions.append(json.loads(s3.client().get_object(Bucket="local-job", Key="out/_manifest.json")["Body"].read()))
     first, second = versions
-    same_delta_tables(tmp_path / "local", local, out, str(local), s3)
+    same_delta_tables(here, local, out, str(local), s3)
     assert {t: v - 1 for t, v in second["delta_versions"].items()} == first["delta_versions"]
     import polars as pl
 
@@ -99,7 +95,7 @@ def test_a_local_run_with_output_in_s3_gives_the_local_tables_as_delta(spark, s3
     assert pl.read_delta(f"{out}/records", storage_options=storage_options(out)).height == first["counts"]["records"]
 
 
-def test_an_object_store_prefix_kraftlog_did_not_write_is_refused_and_stale_staging_is_removed(s3, capfd):  # noqa: F811
+def test_an_object_store_prefix_kraftlog_did_not_write_is_refused_and_stale_staging_is_removed(s3, capfd):
     out = s3.bucket("claims") + "/out"
     client = s3.client()
     client.put_object(Bucket="claims", Key="out/notes.txt", Body=b"theirs")
@@ -126,7 +122,7 @@ def test_an_object_store_prefix_kraftlog_did_not_write_is_refused_and_stale_stag
         assert held.removed == [f"{out}/{later}"] and "other/x" in s3.keys(out)
 
 
-def test_parts_killed_runs_wrote_into_delta_tables_go_with_their_staging_unless_a_commit_names_them(s3, capfd):  # noqa: F811
+def test_parts_killed_runs_wrote_into_delta_tables_go_with_their_staging_unless_a_commit_names_them(s3, capfd):
     """A run killed before its commits leaves Parquet parts in the tables' folders that no Delta
     version names; the next run removes them with the run's staging. A run killed between its commits
     keeps the parts its commits name (that version reads them); a later run's are not touched."""

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from cluster_support import PYTHON, clean_env, package_zip, s3, spark_cluster, spark_connect  # noqa: F401
+from cluster_support import PYTHON, clean_env, package_zip
 
 pytestmark = pytest.mark.spark
 
@@ -37,7 +37,7 @@ spark.stop()
 '''
 
 
-def test_executors_run_the_venv_and_the_zip_and_cannot_see_the_drivers_files(spark_cluster):  # noqa: F811
+def test_executors_run_the_venv_and_the_zip_and_cannot_see_the_drivers_files(spark_cluster):
     script = spark_cluster.driver_root / "probe.py"
     script.write_text(_PROBE)
     seen = spark_cluster.driver_root / "seen.txt"
@@ -54,7 +54,7 @@ def test_executors_run_the_venv_and_the_zip_and_cannot_see_the_drivers_files(spa
         assert ".zip" in look["kraftlog"] and str(spark_cluster.pyfiles) not in look["kraftlog"], look
 
 
-def test_moto_stores_and_lists_and_returns_objects(s3, tmp_path):  # noqa: F811
+def test_moto_stores_and_lists_and_returns_objects(s3, tmp_path):
     uri = s3.bucket("parts-smoke")
     (tmp_path / "tree" / "a" / "b").mkdir(parents=True)
     (tmp_path / "tree" / "a" / "b" / "one.log").write_bytes(b"\x00\x01" * 1000)
@@ -104,7 +104,7 @@ print(json.dumps({
 '''
 
 
-def test_a_connect_client_runs_a_query_and_a_python_function(spark_connect, tmp_path):  # noqa: F811
+def test_a_connect_client_runs_a_query_and_a_python_function(spark_connect, tmp_path):
     assert spark_connect.startswith("sc://127.0.0.1:")
     zipped = package_zip(tmp_path / "kraftlog.zip")
     proc = subprocess.run([PYTHON, "-c", textwrap.dedent(_CONNECT), spark_connect, str(zipped)], capture_output=True,

@@ -16,10 +16,10 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from cluster_support import _rows, run_job, s3  # noqa: F401
+from cluster_support import _rows
 from kraftlog.spark.job import TABLES, Options, run
 from kraftlog.spark.output import storage_options
-from spark_support import fixtures, kraft_metadata, spark  # noqa: F401
+from spark_support import kraft_metadata
 
 pytestmark = pytest.mark.spark
 
@@ -27,7 +27,7 @@ AT = [100]
 
 
 @pytest.fixture(scope="module")
-def reference(spark, fixtures, tmp_path_factory):  # noqa: F811
+def reference(spark, fixtures, tmp_path_factory):
     """A run that replaces: its manifest, output folder and each table's rows (without ``run_id``)."""
     out = tmp_path_factory.mktemp("reference") / "out"
     manifest = run(spark, Options(inputs=[str(fixtures / "single-node")], output=str(out), at_offsets=AT))
@@ -64,7 +64,7 @@ def _manifest(out: Path) -> dict:
     return json.loads((out / "_manifest.json").read_text())
 
 
-def test_runs_appended_to_local_parquet_each_hold_a_replacing_runs_rows(spark, fixtures, reference, tmp_path):  # noqa: F811
+def test_runs_appended_to_local_parquet_each_hold_a_replacing_runs_rows(spark, fixtures, reference, tmp_path):
     ref_manifest, _, ref = reference
     roots = _roots(fixtures)
     out = tmp_path / "archive"
@@ -104,7 +104,7 @@ def test_runs_appended_to_local_parquet_each_hold_a_replacing_runs_rows(spark, f
     assert sorted(p.name for p in tmp_path.iterdir()) == ["archive"]
 
 
-def test_a_run_that_replaces_keeps_only_its_own_rows(spark, fixtures, reference, tmp_path):  # noqa: F811
+def test_a_run_that_replaces_keeps_only_its_own_rows(spark, fixtures, reference, tmp_path):
     """After appends, the default mode replaces the output: one run, one entry in ``runs``."""
     _, out, _ = reference
     archive = tmp_path / "archive"
@@ -127,7 +127,7 @@ def _refused(argv: list[str], capsys) -> str:
     return lines[0]
 
 
-def test_an_output_of_other_tables_or_columns_is_refused_and_left_as_it_was(spark, fixtures, reference, tmp_path,  # noqa: F811
+def test_an_output_of_other_tables_or_columns_is_refused_and_left_as_it_was(spark, fixtures, reference, tmp_path,
                                                                             monkeypatch, capsys):
     _, out, _ = reference
     monkeypatch.setattr(kraft_metadata, "session", lambda *_, **__: spark)
@@ -167,7 +167,7 @@ def test_an_output_of_other_tables_or_columns_is_refused_and_left_as_it_was(spar
     assert (theirs / "notes.txt").read_text() == "theirs"
 
 
-def test_runs_appended_to_delta_tables_in_s3_each_hold_a_replacing_runs_rows(s3, fixtures, reference):  # noqa: F811
+def test_runs_appended_to_delta_tables_in_s3_each_hold_a_replacing_runs_rows(spark_s3, s3, fixtures, reference):
     """Each append is one append commit per table, which the manifest names. Commits after the ones a
     manifest names (a run killed between its commits, another writer) are taken back by the next
     append's own commit: the tables hold exactly the runs the manifest lists."""
@@ -178,9 +178,7 @@ def test_runs_appended_to_delta_tables_in_s3_each_hold_a_replacing_runs_rows(s3,
     options = storage_options(out)
 
     def append() -> dict:
-        proc = run_job(["--input", str(fixtures / "single-node"), "--output", out, "--at-offset", "100",
-                        "--mode", "append"], s3.env)
-        assert proc.returncode == 0, proc.stderr[-3000:]
+        run(spark_s3, Options(inputs=[str(fixtures / "single-node")], output=out, at_offsets=AT, mode="append"))
         return json.loads(s3.client().get_object(Bucket="append", Key="archive/_manifest.json")["Body"].read())
 
     first, second = append(), append()
@@ -211,7 +209,7 @@ def test_runs_appended_to_delta_tables_in_s3_each_hold_a_replacing_runs_rows(s3,
     assert not [k for k in s3.keys(out) if k.startswith("_staging-")]
 
 
-def test_an_append_that_fails_as_it_links_leaves_the_previous_output_whole(spark, fixtures, reference, tmp_path,  # noqa: F811
+def test_an_append_that_fails_as_it_links_leaves_the_previous_output_whole(spark, fixtures, reference, tmp_path,
                                                                          monkeypatch):
     """Publishing fails half way through linking the earlier files (as with EMLINK): the previous
     output is as it was, nothing of the run is left, and the next append holds both runs. The earlier

@@ -12,11 +12,11 @@ from urllib.parse import urlparse
 
 import pytest
 
-from cluster_support import PYTHON, clean_env, s3, same_delta_tables, spark_cluster, spark_connect  # noqa: F401
+from cluster_support import PYTHON, clean_env, same_delta_tables
 from conftest import REPO
 from kraftlog.spark import passes
 from kraftlog.spark.job import TABLES, Options, run
-from spark_support import fixtures, kraft_metadata, spark, table  # noqa: F401
+from spark_support import kraft_metadata, table
 
 pytestmark = pytest.mark.spark
 NOT_SHARED = "executors and driver do not share this output's storage"
@@ -29,7 +29,7 @@ def rows(out: Path) -> dict[str, list[str]]:
 
 
 @pytest.fixture(scope="module")
-def shared_input(fixtures):  # noqa: F811
+def shared_input(fixtures):
     """``single-node`` in a folder outside every folder the cluster's worker has hidden, so its
     executors read it at the path the driver does."""
     folder = Path(tempfile.mkdtemp(prefix="kraftlog-shared-"))
@@ -39,13 +39,13 @@ def shared_input(fixtures):  # noqa: F811
 
 
 @pytest.fixture(scope="module")
-def local_run(spark, shared_input, tmp_path_factory):  # noqa: F811
+def local_run(spark, shared_input, tmp_path_factory):
     out = tmp_path_factory.mktemp("local") / "tables"
     run(spark, Options(inputs=[str(shared_input)], output=str(out)))
     return out
 
 
-def test_an_events_part_lost_between_passes_fails_the_run_naming_it(spark, fixtures, tmp_path, monkeypatch,  # noqa: F811
+def test_an_events_part_lost_between_passes_fails_the_run_naming_it(spark, fixtures, tmp_path, monkeypatch,
                                                                     capsys):
     finish, lost = passes.finish, []
 
@@ -66,7 +66,7 @@ def test_an_events_part_lost_between_passes_fails_the_run_naming_it(spark, fixtu
     assert list(tmp_path.iterdir()) == []  # nothing published, no staging left
 
 
-def test_a_published_part_lost_before_publishing_fails_the_run(spark, fixtures, tmp_path, monkeypatch, capsys):  # noqa: F811
+def test_a_published_part_lost_before_publishing_fails_the_run(spark, fixtures, tmp_path, monkeypatch, capsys):
     timelines = passes.timelines
 
     def timelines_then_lose_a_batches_part(spark, root, *args):
@@ -82,7 +82,7 @@ def test_a_published_part_lost_before_publishing_fails_the_run(spark, fixtures, 
     assert list(tmp_path.iterdir()) == []
 
 
-def test_no_shared_disk_and_a_local_output_fails_loudly(spark_cluster, shared_input):  # noqa: F811
+def test_no_shared_disk_and_a_local_output_fails_loudly(spark_cluster, shared_input):
     """The worker's executors cannot see the driver's folder: the old job published empty tables
     with exit 0 here."""
     out = spark_cluster.driver_root / "out-unshared"
@@ -95,7 +95,7 @@ def test_no_shared_disk_and_a_local_output_fails_loudly(spark_cluster, shared_in
     assert not out.exists()
 
 
-def test_a_cluster_with_a_shared_output_gives_the_local_tables(spark_cluster, shared_input, local_run):  # noqa: F811
+def test_a_cluster_with_a_shared_output_gives_the_local_tables(spark_cluster, shared_input, local_run):
     out = shared_input.parent / "out-shared"
     proc = spark_cluster.job("--input", str(shared_input), "--output", str(out))
     assert proc.returncode == 0, proc.stderr[-3000:] + spark_cluster.executor_logs()
@@ -103,7 +103,7 @@ def test_a_cluster_with_a_shared_output_gives_the_local_tables(spark_cluster, sh
 
 
 @pytest.mark.parametrize("how", ["--remote", "SPARK_REMOTE"])
-def test_spark_connect_gives_the_local_tables(spark_connect, shared_input, local_run, tmp_path, how):  # noqa: F811
+def test_spark_connect_gives_the_local_tables(spark_connect, shared_input, local_run, tmp_path, how):
     """The plain command line on a Connect server (which ships its kraftlog to the server's workers)."""
     out = tmp_path / "tables"
     remote = ["--remote", spark_connect] if how == "--remote" else []
@@ -115,7 +115,7 @@ def test_spark_connect_gives_the_local_tables(spark_connect, shared_input, local
     assert rows(out) == rows(local_run)
 
 
-def test_spark_connect_with_input_and_output_in_s3_gives_the_local_tables(spark_connect, s3, fixtures,  # noqa: F811
+def test_spark_connect_with_input_and_output_in_s3_gives_the_local_tables(spark_connect, s3, fixtures,
                                                                           local_run_three, tmp_path):
     """A Connect client on a machine that holds nothing: the inputs in a bucket, the tables Delta
     tables in another, the tasks on the server reading and writing through the storage layer."""
@@ -129,10 +129,3 @@ def test_spark_connect_with_input_and_output_in_s3_gives_the_local_tables(spark_
     assert proc.returncode == 0, proc.stderr[-3000:]
     same_delta_tables(here, local, out, uri, s3)
 
-
-@pytest.fixture(scope="module")
-def local_run_three(spark, fixtures, tmp_path_factory):  # noqa: F811
-    """``three-nodes`` with views at offset 1000, run on the tests' local session: its folder and tables."""
-    out = tmp_path_factory.mktemp("local-three") / "tables"
-    run(spark, Options(inputs=[str(fixtures / "three-nodes")], output=str(out), at_offsets=[1000]))
-    return fixtures / "three-nodes", out

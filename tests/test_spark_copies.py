@@ -6,7 +6,7 @@ import pytest
 
 from kraftlog.spark import copies
 from kraftlog.spark.job import Options, run
-from spark_support import fixtures, spark, table  # noqa: F401
+from spark_support import table
 
 pytestmark = pytest.mark.spark
 COMPARED = ("records", "divergence", "problems", "topic_history", "partition_history", "config_history",
@@ -17,7 +17,7 @@ def _rows(out, name) -> list:
     return sorted(tuple(sorted((k, repr(v)) for k, v in r.items() if k != "run_id")) for r in table(out, name))
 
 
-def test_tables_do_not_depend_on_the_copy_decoded_first(spark, fixtures, tmp_path, monkeypatch):  # noqa: F811
+def test_tables_do_not_depend_on_the_copy_decoded_first(spark, fixtures, tmp_path, monkeypatch):
     inputs = [str(fixtures / "three-nodes")]
     guessed = run(spark, Options(inputs=inputs, output=str(tmp_path / "guessed")))
     chosen = {c["node_id"] for c in guessed["clusters"][next(iter(guessed["clusters"]))]["copies"] if c["rank"] == 0}
@@ -30,7 +30,7 @@ def test_tables_do_not_depend_on_the_copy_decoded_first(spark, fixtures, tmp_pat
     assert table(tmp_path / "forced", "divergence"), "node 3's tail diverges"
 
 
-def test_two_clusters_sharing_a_cluster_id_are_kept_apart(spark, tmp_path):  # noqa: F811
+def test_two_clusters_sharing_a_cluster_id_are_kept_apart(spark, tmp_path):
     """Cluster b's copies rewritten to claim cluster a's id (and holding the same node ids): a
     problems row per copy of b, and the tables are a's alone."""
     from kraftlog.cli.main import main

@@ -17,7 +17,7 @@ from kraftlog.files.logdir import find_nodes, scan_file
 from kraftlog.spark.discover import cluster_of
 from kraftlog.spark.job import TABLES, Options, run
 from kraftlog.state.rebuild import load_checkpoint, rebuild
-from spark_support import Views, compared, spark, table  # noqa: F401
+from spark_support import Views, compared, table
 
 REAL = CORPUS / "real"
 pytestmark = [pytest.mark.spark, pytest.mark.corpus,
@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.corpus,
 
 
 @pytest.fixture(scope="module")
-def job(spark, tmp_path_factory):  # noqa: F811
+def job(spark, tmp_path_factory):
     out = tmp_path_factory.mktemp("spark-corpus") / "out"
     manifest = run(spark, Options(inputs=[str(REAL)], output=str(out), every_checkpoint=True, redact=False))
     return out, manifest

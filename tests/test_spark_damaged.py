@@ -11,7 +11,7 @@ import pytest
 from kraftlog.files.reader import read_log_file
 from kraftlog.spark.job import Options, run
 from kraftlog.wire.batch import Batch, Record, encode_batch
-from spark_support import fixtures, spark, table  # noqa: F401
+from spark_support import table
 
 pytestmark = pytest.mark.spark
 UNKNOWN_TYPE = b"\x01\x7f\x00"  # frame version 1, api key 127 (no such record), version 0
@@ -23,7 +23,7 @@ def _batches(path) -> list[Batch]:
 
 
 @pytest.fixture(scope="module")
-def damaged(spark, fixtures, tmp_path_factory):  # noqa: F811
+def damaged(spark, fixtures, tmp_path_factory):
     root = tmp_path_factory.mktemp("damaged")
     node = root / "single-node"
     shutil.copytree(fixtures / "single-node", node)
@@ -124,7 +124,7 @@ def test_a_file_that_cannot_be_read_is_a_problem_not_a_failed_run(damaged):
     assert (f["kind"], f["skip_reason"]) == ("unreadable", "a directory where a segment should be")
 
 
-def test_a_cluster_id_too_long_for_a_folder_name_is_bounded_not_a_failed_fleet(spark, fixtures, tmp_path):  # noqa: F811
+def test_a_cluster_id_too_long_for_a_folder_name_is_bounded_not_a_failed_fleet(spark, fixtures, tmp_path):
     """A cluster id whose ``cluster_id=`` folder would pass 255 bytes (ENAMETOOLONG on every table)
     gets a bounded, unique id, and a log-dir problem gives the whole one."""
     node = tmp_path / "single-node"
@@ -159,7 +159,7 @@ def _staged_text(root) -> str:
 
 
 @pytest.mark.parametrize("redact", [True, False])
-def test_staged_tables_hold_no_secret_unless_asked(spark, fixtures, tmp_path, monkeypatch, redact):  # noqa: F811
+def test_staged_tables_hold_no_secret_unless_asked(spark, fixtures, tmp_path, monkeypatch, redact):
     """A killed run leaves its staging behind: with redaction on (the default), the decoded records
     and the timeline events staged there hold no SCRAM salt in clear; with --no-redact they do."""
     from kraftlog.spark import job as job_module

@@ -23,7 +23,7 @@ from kraftlog.spark.job import TABLES, Options, run
 from kraftlog.spark.timelines import FOLD_BYTES_PER_EVENT, WORKER_BASE_BYTES
 from kraftlog.state.image import ABORT, BEGIN, END
 from kraftlog.state.rebuild import parse_time, rebuild
-from spark_support import Views, compared, fixtures, spark, table  # noqa: F401
+from spark_support import Views, compared, table
 
 pytestmark = pytest.mark.spark
 AT_TIME = "2025-01-01T00:10:00Z"
@@ -43,18 +43,18 @@ def _transactions(node) -> list[tuple[int, int, str]]:
 
 
 @pytest.fixture(scope="module")
-def nodes(fixtures):  # noqa: F811
+def nodes(fixtures):
     return {cluster_of(n): n for n in sorted(find_nodes(fixtures), key=lambda n: n.log_dir.name, reverse=True)
             if n.node_id != 3}  # the copy to replay: not node 3 of three-nodes, whose tail diverges
 
 
 @pytest.fixture(scope="module")
-def single(fixtures):  # noqa: F811
+def single(fixtures):
     return find_nodes(fixtures / "single-node")[0]
 
 
 @pytest.fixture(scope="module")
-def job(spark, fixtures, single, tmp_path_factory):  # noqa: F811
+def job(spark, fixtures, single, tmp_path_factory):
     offsets = sorted({o for b, e, _ in _transactions(single) for o in (b - 1, b, b + 1, e - 1, e, e + 1)})
     out = tmp_path_factory.mktemp("spark-fixtures") / "tables"
     # a worker's memory that takes 40 events a fold: every bucket is folded in parts, which must give
@@ -113,7 +113,7 @@ def test_aborted_transactions_are_kept_in_records_but_change_nothing(job, single
     assert any(changes[e] for _, e in committed), "a committed transaction takes effect at its End"
 
 
-def test_an_uncommitted_tail_diverges_and_is_not_kept(job, fixtures):  # noqa: F811
+def test_an_uncommitted_tail_diverges_and_is_not_kept(job, fixtures):
     out, _ = job
     copies = {n.node_id: n for n in find_nodes(fixtures / "three-nodes")}
     first = compare_copies(copies[1], copies[3]).offset
@@ -133,7 +133,7 @@ def test_secrets_are_redacted_in_records(job):
     assert scram and all('"salt":"[redacted]"' in r["payload"] for r in scram)
 
 
-def test_every_table_reads_back_with_its_columns_even_when_empty(job, spark):  # noqa: F811
+def test_every_table_reads_back_with_its_columns_even_when_empty(job, spark):
     """What the README's SQL does first: ``spark.read.parquet(OUT/table)``, with no schema given."""
     out, manifest = job
     assert manifest["counts"]["problems"] == 0  # so an empty table is among them
@@ -160,7 +160,7 @@ def test_table_folders_hold_only_parquet_so_other_readers_scan_them(job):
             == manifest["counts"][name], name
 
 
-def test_tables_a_run_writes_without_a_query_have_the_columns_the_query_gives(job, spark, fixtures):  # noqa: F811
+def test_tables_a_run_writes_without_a_query_have_the_columns_the_query_gives(job, spark, fixtures):
     """With no points the views, and with no disagreeing copies the divergence, are written from
     declared columns; they are the columns the queries select (and this run's written tables)."""
     out, _ = job
@@ -174,7 +174,7 @@ def test_tables_a_run_writes_without_a_query_have_the_columns_the_query_gives(jo
     assert _columns(queried) == _columns(copies.DIVERGENCE) == _columns(spark.read.parquet(str(out / "divergence")))
 
 
-def test_a_log_whose_first_segment_retention_deleted(spark, fixtures, tmp_path):  # noqa: F811
+def test_a_log_whose_first_segment_retention_deleted(spark, fixtures, tmp_path):
     """Every cluster of the run starts from a snapshot (as a long-lived cluster's log does): the
     timelines start there, and the views at every later checkpoint are that checkpoint."""
     log = tmp_path / "in" / "single-node"
@@ -232,7 +232,7 @@ def test_spark_3_5_gives_the_tables_spark_4_gives(job, tmp_path):
         assert schemas[0].equals(schemas[1]), name
 
 
-def test_spark_connect_with_pyspark_3_5_is_refused_in_one_line(fixtures, tmp_path):  # noqa: F811
+def test_spark_connect_with_pyspark_3_5_is_refused_in_one_line(fixtures, tmp_path):
     """3.5's Connect client cannot read the rows the job counts (``Observation``): refused before
     any work, exit 2, nothing written."""
     for how in (["--remote", "sc://127.0.0.1:1"], []):

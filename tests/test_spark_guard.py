@@ -19,7 +19,7 @@ import uuid6
 
 from conftest import REPO
 from kraftlog.spark import guard, job
-from spark_support import fixtures, kraft_metadata, spark, table  # noqa: F401
+from spark_support import kraft_metadata, table
 
 JOB = REPO / "jobs" / "kraft_metadata.py"
 ENV = {**os.environ, "PYTHONPATH": str(REPO), "SPARK_LOCAL_IP": "127.0.0.1"}
@@ -37,7 +37,7 @@ def _contents(root: Path) -> dict[str, bytes | None]:
 
 
 @pytest.fixture
-def node(fixtures, tmp_path) -> Path:  # noqa: F811
+def node(fixtures, tmp_path) -> Path:
     """A copy of one node's log dir, in ``tmp_path/evidence/node-1``."""
     copy = tmp_path / "evidence" / "node-1"
     shutil.copytree(fixtures / "single-node", copy)
@@ -262,7 +262,7 @@ def test_a_full_disk_fails_the_run_in_one_line_and_leaves_nothing(node, tmp_path
 
 
 @pytest.mark.spark
-def test_a_path_is_a_path_and_a_rerun_replaces_its_own_output(spark, node, tmp_path, monkeypatch, capfd):  # noqa: F811
+def test_a_path_is_a_path_and_a_rerun_replaces_its_own_output(spark, node, tmp_path, monkeypatch, capfd):
     """``out#1`` is the folder written (not ``.out`` and a fragment), and a second run replaces it
     without ``--overwrite`` (it is kraftlog's) and removes what a killed run left beside it."""
     monkeypatch.setattr(kraft_metadata, "session", lambda *_, **__: spark)

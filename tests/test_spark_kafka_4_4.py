@@ -10,12 +10,12 @@ from kraftlog.spark.job import Options, run
 from kraftlog.state.rebuild import rebuild
 from kraftlog.synth.layout import write_meta_properties
 from kraftlog.synth.writer import data_batch
-from spark_support import Views, compared, spark  # noqa: F401
+from spark_support import Views, compared
 
 pytestmark = pytest.mark.spark
 
 
-def test_views_of_a_4_4_log_equal_replay(spark, tmp_path):  # noqa: F811
+def test_views_of_a_4_4_log_equal_replay(spark, tmp_path):
     log_dir = tmp_path / "in" / "node-1"
     (log_dir / "__cluster_metadata-0").mkdir(parents=True)
     write_meta_properties(log_dir, 1, "kraftlog-4-4-cluster-0", None, 1_700_000_000_000)

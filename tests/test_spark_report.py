@@ -12,7 +12,7 @@ from test_report_html import FETCHES
 
 from kraftlog.spark import job
 from kraftlog.spark.discover import discover
-from spark_support import fixtures, kraft_metadata, spark  # noqa: F401
+from spark_support import kraft_metadata
 
 pytestmark = pytest.mark.spark
 
@@ -32,13 +32,13 @@ def _run(inputs: Path, folder: Path, report: str) -> tuple[int, dict, str, dict,
 
 
 @pytest.fixture(scope="module")
-def fleet(spark, fixtures, tmp_path_factory):  # noqa: F811
+def fleet(spark, fixtures, tmp_path_factory):
     """Reports into a folder that does not exist yet."""
     return _run(fixtures / "fleet", tmp_path_factory.mktemp("fleet-report") / "out", "reports/report.html")
 
 
 @pytest.fixture(scope="module")
-def three_nodes(spark, fixtures, tmp_path_factory):  # noqa: F811
+def three_nodes(spark, fixtures, tmp_path_factory):
     """The report inside the job's output folder: publishing replaces that folder, and must carry it."""
     return _run(fixtures / "three-nodes", tmp_path_factory.mktemp("three-nodes-report") / "out", "tables/report.html")
 
@@ -79,7 +79,7 @@ def test_one_cluster_writes_file_itself_from_the_first_ranked_copy(three_nodes):
 @pytest.mark.parametrize("inside", ["fleet/cluster-3.7/report.html",
                                     "fleet/cluster-3.7/__cluster_metadata-0/report.html"])
 @pytest.mark.parametrize("given", ["fleet", "fleet/cluster-3.7/__cluster_metadata-0"])
-def test_report_inside_an_input_is_refused_before_any_spark_work(fixtures, tmp_path, monkeypatch,  # noqa: F811
+def test_report_inside_an_input_is_refused_before_any_spark_work(fixtures, tmp_path, monkeypatch,
                                                                   capsys, given, inside):
     def no_spark(*_):
         raise AssertionError("a session was started")
@@ -93,7 +93,7 @@ def test_report_inside_an_input_is_refused_before_any_spark_work(fixtures, tmp_p
     assert not (fixtures / inside).exists() and not (tmp_path / "tables").exists()
 
 
-def test_a_failing_report_is_named_and_the_others_still_written(fixtures, tmp_path, monkeypatch):  # noqa: F811
+def test_a_failing_report_is_named_and_the_others_still_written(fixtures, tmp_path, monkeypatch):
     inv = discover([str(fixtures / "fleet")])
     rank = {c.copy_id: 0 for c in inv.copies}
     failing = inv.copies[0].cluster_id
@@ -120,7 +120,7 @@ def test_a_failing_report_is_named_and_the_others_still_written(fixtures, tmp_pa
     assert f"no report for cluster {failing} (OSError: disk gone); the tables are published in" in err
 
 
-def test_no_redact_shows_secrets_in_the_report(fixtures, tmp_path):  # noqa: F811
+def test_no_redact_shows_secrets_in_the_report(fixtures, tmp_path):
     inv = discover([str(fixtures / "three-nodes")])
     rank = {c.copy_id: c.node_id - 1 for c in inv.copies}
     pages = {}

@@ -10,14 +10,13 @@ import pyarrow.parquet as pq
 import pytest
 from test_spark_damaged import damaged  # noqa: F401
 
-from cluster_support import PYTHON, _rows, clean_env, s3, spark_cluster, spark_connect, tables  # noqa: F401
+from cluster_support import PYTHON, _rows, clean_env, tables
 from conftest import REPO
 from kraftlog.files.reader import Limits
 from kraftlog.spark import copies, source
 from kraftlog.spark.decode import BATCHES
 from kraftlog.spark.discover import discover
 from kraftlog.spark.job import Options, run
-from spark_support import fixtures, spark  # noqa: F401
 
 pytestmark = pytest.mark.spark
 TABLES = ("batches", "records", "problems")
@@ -25,25 +24,25 @@ SCRIPT = REPO / "tests" / "source_read.py"
 
 
 @pytest.fixture(scope="module")
-def job(spark, fixtures, tmp_path_factory):  # noqa: F811
+def job(spark, fixtures, tmp_path_factory):
     """The job run over every fixture: its output folder."""
     out = tmp_path_factory.mktemp("source-job") / "tables"
     run(spark, Options(inputs=[str(fixtures)], output=str(out)))
     return out
 
 
-def _read(spark, table: str, given: str, **options: str):  # noqa: F811
+def _read(spark, table: str, given: str, **options: str):
     source.register(spark)
     return spark.read.format("kraftlog").option("table", table).options(**options).load(given)
 
 
 @pytest.fixture(scope="module")
-def rows(job, fixtures):  # noqa: F811
+def rows(job, fixtures):
     """The job's tables of every fixture, as rows (``run_id`` left out, paths under ``ROOT``)."""
     return tables(job, {"ROOT": str(fixtures.resolve())})
 
 
-def test_the_tables_equal_the_jobs_row_for_row(spark, fixtures, job, rows):  # noqa: F811
+def test_the_tables_equal_the_jobs_row_for_row(spark, fixtures, job, rows):
     """Columns as Spark reads the job's tables, rows equal but for ``run_id``: one fresh id per read."""
     for table in TABLES:
         df = _read(spark, table, str(fixtures))
@@ -55,7 +54,7 @@ def test_the_tables_equal_the_jobs_row_for_row(spark, fixtures, job, rows):  # n
     assert len(rows["batches"]) > 20000 and len(rows["records"]) == 18903  # every offset of the five logs
 
 
-def test_the_jobs_limits_are_options(spark, fixtures):  # noqa: F811
+def test_the_jobs_limits_are_options(spark, fixtures):
     """``maxBatchBytes`` as the job's ``--max-batch-bytes``: a longer batch is skipped bytes, a problem."""
     got = _read(spark, "problems", str(fixtures / "single-node"), maxBatchBytes="200").collect()
     corrupt = [p for p in got if p.kind == "skipped-corrupt"]
@@ -63,7 +62,7 @@ def test_the_jobs_limits_are_options(spark, fixtures):  # noqa: F811
     assert not _read(spark, "problems", str(fixtures / "single-node")).collect()
 
 
-def test_redact_false_shows_what_the_default_redacts(spark, fixtures):  # noqa: F811
+def test_redact_false_shows_what_the_default_redacts(spark, fixtures):
     """``redact`` is true by default, as in the job; false shows the values it hides, and only those."""
     def payloads(**options: str) -> dict:
         t = _read(spark, "records", str(fixtures / "fleet"), **options).select("file", "offset", "payload").toArrow()
@@ -88,7 +87,7 @@ def test_damaged_input_gives_the_jobs_rows_and_problems(spark, damaged):  # noqa
 
 
 @pytest.mark.parametrize("table", ["batches", "records"])
-def test_a_file_gone_after_planning_fails_the_read_naming_it(fixtures, tmp_path, table):  # noqa: F811
+def test_a_file_gone_after_planning_fails_the_read_naming_it(fixtures, tmp_path, table):
     """Not fewer rows: the job would make it a ``problems`` row; a DataFrame has no place for one.
     (The reader's own methods, as Spark's planning and read tasks call them.)"""
     node = shutil.copytree(fixtures / "single-node", tmp_path / "single-node")
@@ -101,7 +100,7 @@ def test_a_file_gone_after_planning_fails_the_read_naming_it(fixtures, tmp_path,
     assert str(e.value) == f"kraftlog source: {gone}: no such file (it was there when the input was listed)"
 
 
-def test_three_nodes_diverge_and_the_driver_cuts_node_3_where_the_job_does(spark, fixtures, tmp_path):  # noqa: F811
+def test_three_nodes_diverge_and_the_driver_cuts_node_3_where_the_job_does(spark, fixtures, tmp_path):
     """``source._cuts`` (the driver's, no Spark) against ``copies.cuts(copies.divergence(...))``."""
     inv = discover([str(fixtures / "three-nodes")])
     meta = source.passes._meta(inv)
@@ -124,14 +123,14 @@ def test_three_nodes_diverge_and_the_driver_cuts_node_3_where_the_job_does(spark
     ("{fixtures}/single-node/meta.properties", "kraftlog source: {fixtures}/single-node/meta.properties: not a directory"),
     ("ftp://host/logs", "kraftlog source: ftp://host/logs: ftp://host/logs: kraftlog reads local paths and s3://"),
 ])
-def test_an_input_that_is_not_there_fails_at_load_with_one_line(spark, fixtures, tmp_path, given, message):  # noqa: F811
+def test_an_input_that_is_not_there_fails_at_load_with_one_line(spark, fixtures, tmp_path, given, message):
     source.register(spark)
     with pytest.raises(Exception) as e:
         spark.read.format("kraftlog").load(given.format(tmp=tmp_path, fixtures=fixtures))
     assert f"SourceError: {message.format(tmp=tmp_path, fixtures=fixtures)}" in str(e.value)
 
 
-def test_an_unknown_table_or_option_value_fails_at_load(spark, fixtures):  # noqa: F811
+def test_an_unknown_table_or_option_value_fails_at_load(spark, fixtures):
     for options, message in [({"table": "views"}, "option table is 'views', not one of batches, records, problems"),
                              ({"redact": "maybe"}, "option redact is 'maybe', not true or false")]:
         with pytest.raises(Exception, match=message):
@@ -150,16 +149,16 @@ def _same(out, rows, roots: dict[str, str]) -> None:
 
 
 @pytest.fixture(scope="module")
-def fleet_in_s3(s3, fixtures):  # noqa: F811
+def fleet_in_s3(s3, fixtures):
     return s3.upload(fixtures, s3.bucket("source-in") + "/fixtures")
 
 
-def test_an_s3_input_gives_the_same_rows(s3, fleet_in_s3, rows, tmp_path):  # noqa: F811
-    _subprocess([fleet_in_s3, str(tmp_path)], s3.env)
-    _same(tmp_path, rows, {"ROOT": fleet_in_s3})
+def test_an_s3_input_gives_the_same_rows(spark_s3, fleet_in_s3, rows):
+    for table in TABLES:
+        assert _rows(_read(spark_s3, table, fleet_in_s3).toArrow(), {"ROOT": fleet_in_s3}) == rows[table], table
 
 
-def test_a_cluster_without_the_drivers_disk_reads_s3_and_gives_the_same_rows(spark_cluster, s3, fleet_in_s3,  # noqa: F811
+def test_a_cluster_without_the_drivers_disk_reads_s3_and_gives_the_same_rows(spark_cluster, s3, fleet_in_s3,
                                                                             rows):
     out = spark_cluster.driver_root / "source-out"
     out.mkdir()
@@ -170,6 +169,6 @@ def test_a_cluster_without_the_drivers_disk_reads_s3_and_gives_the_same_rows(spa
     shutil.rmtree(out)
 
 
-def test_spark_connect_gives_the_same_rows(spark_connect, fixtures, rows, tmp_path):  # noqa: F811
+def test_spark_connect_gives_the_same_rows(spark_connect, fixtures, rows, tmp_path):
     _subprocess([str(fixtures), str(tmp_path), "--remote", spark_connect])
     _same(tmp_path, rows, {"ROOT": str(fixtures.resolve())})

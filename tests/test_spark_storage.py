@@ -7,22 +7,21 @@ import shutil
 
 import pytest
 
-from cluster_support import run_job, s3, tables  # noqa: F401
+from cluster_support import tables
 from kraftlog.spark import job as job_module
 from kraftlog.spark.job import Options, run
-from spark_support import fixtures, spark, table  # noqa: F401
+from spark_support import table
 
 pytestmark = pytest.mark.spark
 
 
-def test_the_job_on_s3_gives_the_tables_it_gives_on_disk(s3, spark, fixtures, tmp_path):  # noqa: F811
+def test_the_job_on_s3_gives_the_tables_it_gives_on_disk(s3, spark, spark_s3, fixtures, tmp_path):
     local = fixtures / "three-nodes"
     uri = s3.upload(local, s3.bucket("job-input") + "/archive/three-nodes")
     run(spark, Options(inputs=[str(local)], output=str(tmp_path / "local"), at_offsets=[1000],
                        report=str(tmp_path / "local.html")))
-    proc = run_job(["--input", "s3a" + uri[2:], "--output", str(tmp_path / "s3"), "--at-offset", "1000",
-                    "--report", str(tmp_path / "s3.html")], s3.env)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    run(spark_s3, Options(inputs=["s3a" + uri[2:]], output=str(tmp_path / "s3"), at_offsets=[1000],
+                          report=str(tmp_path / "s3.html")))
     # the report is of the same log (its page names where it was read, so sizes differ by that alone)
     sizes = [(tmp_path / f"{name}.html").stat().st_size for name in ("local", "s3")]
     assert abs(sizes[0] - sizes[1]) < 2000 and sizes[0] > 50_000, sizes
@@ -36,7 +35,7 @@ def test_the_job_on_s3_gives_the_tables_it_gives_on_disk(s3, spark, fixtures, tm
                for r in table(tmp_path / "s3", "files"))
 
 
-def test_a_segment_truncated_after_discovery_is_a_problem_row_not_lost_in_silence(spark, fixtures, tmp_path,  # noqa: F811
+def test_a_segment_truncated_after_discovery_is_a_problem_row_not_lost_in_silence(spark, fixtures, tmp_path,
                                                                                   monkeypatch):
     copy = tmp_path / "in"
     shutil.copytree(fixtures / "single-node", copy)

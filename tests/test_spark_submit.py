@@ -15,12 +15,11 @@ from test_packaging import build
 
 from cluster_support import SPARK_HOME, clean_env, guard
 from conftest import REPO
-from spark_support import fixtures  # noqa: F401
 
 pytestmark = pytest.mark.spark
 
 
-def test_job_runs_from_the_wheel_as_py_files(fixtures, tmp_path):  # noqa: F811
+def test_job_runs_from_the_wheel_as_py_files(fixtures, tmp_path):
     shutil.copy(build(tmp_path / "build"), tmp_path / "kraftlog.zip")
     env = clean_env(PYTHONPATH=str(guard(tmp_path)))
     submit = SPARK_HOME / "bin" / "spark-submit"
