@@ -7,7 +7,6 @@ import pyarrow.dataset as ds
 import pytest
 
 from kraftlog.spark.job import TABLES, Options, run
-from spark_support import fixtures, spark  # noqa: F401
 
 duckdb = pytest.importorskip("duckdb", reason="duckdb (in the 'test' extra) is not installed")
 pd = pytest.importorskip("pandas", reason="pandas (in the 'test' extra) is not installed")
@@ -17,7 +16,7 @@ pytestmark = pytest.mark.spark
 
 
 @pytest.fixture(scope="module")
-def out(spark, fixtures, tmp_path_factory):  # noqa: F811
+def out(spark, fixtures, tmp_path_factory):
     out = tmp_path_factory.mktemp("engines") / "tables"
     run(spark, Options(inputs=[str(fixtures / "three-nodes")], output=str(out), at_offsets=[1000]))
     return out
@@ -29,7 +28,7 @@ def _key(folder) -> str:
     return next(f.name for f in schema if f.type == pa.int64())
 
 
-def _readers(spark):  # noqa: F811
+def _readers(spark):
     """engine -> (folder, columns) -> rows of those columns, each read the way its docs show."""
     return {
         "spark": lambda d, cols: [tuple(r) for r in spark.read.parquet(str(d)).select(*cols).collect()],
@@ -45,7 +44,7 @@ def _readers(spark):  # noqa: F811
 
 
 @pytest.mark.parametrize("engine", ["spark", "duckdb", "polars folder", "polars glob", "pandas"])
-def test_every_table_reads_the_same_in_each_engine(out, spark, engine):  # noqa: F811
+def test_every_table_reads_the_same_in_each_engine(out, spark, engine):
     read = _readers(spark)[engine]
     read_rows = 0
     for table in TABLES:

@@ -9,14 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from cluster_support import s3  # noqa: F401
 from kraftlog.files import storage
 from kraftlog.files.logdir import find_nodes, scan_file
 from kraftlog.files.paths import MAX_DEPTH, TooDeep
 from kraftlog.files.storage import Remote, Source, StorageError, resolve
 from kraftlog.report import collect
 from kraftlog.spark.discover import InputError, discover
-from spark_support import fixtures  # noqa: F401
 
 
 @pytest.mark.parametrize("given", ["out#1", "a?b", "s3:/bucket/x", "dir/s3://x", "C:stuff", "%41"])
@@ -113,7 +111,7 @@ def _shape(nodes, root: str) -> list:
              [(rel(p), why) for p, why in n.skipped]) for n in nodes]
 
 
-def test_discovery_on_s3_finds_what_it_finds_on_disk(s3, fixtures):  # noqa: F811
+def test_discovery_on_s3_finds_what_it_finds_on_disk(s3, fixtures):
     local = fixtures / "three-nodes"
     uri = s3.upload(local, s3.bucket("discovery") + "/archive/three-nodes")
     nodes = find_nodes(resolve(uri + "/"))
@@ -150,7 +148,7 @@ def _plain(value):
     return value
 
 
-def test_a_node_in_s3_scans_and_reports_as_on_disk(s3, fixtures):  # noqa: F811
+def test_a_node_in_s3_scans_and_reports_as_on_disk(s3, fixtures):
     """The files layer's reader takes a Remote: a node found in a store scans (``inspect``'s numbers)
     and collects (``kraftlog report``'s timeline, as the job's ``--report`` makes it) as on disk."""
     local = fixtures / "three-nodes"
