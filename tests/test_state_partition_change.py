@@ -178,8 +178,10 @@ def test_the_merge_tables_name_every_field_of_the_schema(record, table):
 # ``shaped_change``: the merge of a change's shape unrolled, held against ``merge_partition`` (the table read
 # field by field), and refusing the shapes it was not built for.
 
-def test_an_isr_change_and_an_election_give_the_literal_partition_by_their_shaped_merge():
+def test_an_isr_change_and_an_election_give_the_literal_partition_by_their_shaped_merge(monkeypatch):
     from kraftlog.state import topics
+    monkeypatch.setattr(topics, "_shaped", {})  # as a new process has it (other tests' shapes may fill it)
+    monkeypatch.setattr(topics, "_run", topics._run)
     image = replayed(topic("t", T), partition(T, 0, [1, 2, 3], leaderEpoch=5, partitionEpoch=7),
                      change(T, 0, isr=[1, 2]), change(T, 0, leader=2, isr=[2]), change(T, 0, leader=-2))
     assert image.problems == []
@@ -245,3 +247,25 @@ def test_shaped_merges_equal_the_table_read_field_by_field_on_random_changes():
         assert got[0:2] == got[2:4], changes
         shaped += sum(topics._shaped.get(tuple(data), topics._unshaped) is not topics._unshaped for data in changes)
     assert shaped > 600  # the comparison reached the shaped merges
+
+
+def test_once_the_shapes_kept_are_full_a_new_shape_is_merged_field_by_field(monkeypatch):
+    """A log of more shapes than are kept: the others take ``merge_partition`` (no compile per record), with
+    the literal partition the shaped merge gives."""
+    from kraftlog.state import topics
+    monkeypatch.setattr(topics, "_shaped", {})
+    monkeypatch.setattr(topics, "_run", topics._run)
+    monkeypatch.setattr(topics, "_SHAPES_KEPT", 1)
+    compiled = []
+    real = topics._compiled
+    monkeypatch.setattr(topics, "_compiled", lambda *a, **k: compiled.append(a[1]) or real(*a, **k))
+    image = replayed(topic("t", T), partition(T, 0, [1, 2, 3], leaderEpoch=5, partitionEpoch=7),
+                     change(T, 0, isr=[1, 2]), change(T, 0, leader=2, isr=[2]), change(T, 0, leader=2, isr=[2]),
+                     change(T, 0, leader=-2))
+    assert image.problems == []
+    assert image.to_json()["topics"]["t"]["partitions"]["0"] == {
+        "replicas": [1, 2, 3], "isr": [2], "removingReplicas": [], "addingReplicas": [], "leader": 2,
+        "leaderRecoveryState": 0, "leaderEpoch": 7, "partitionEpoch": 11, "directories": [MIGRATING] * 3,
+        "eligibleLeaderReplicas": [], "lastKnownElr": []}
+    assert list(topics._shaped) == [("partitionId", "topicId", "isr")]
+    assert compiled == ["change of partitionId, topicId, isr", "change run"]

@@ -189,9 +189,11 @@ def shaped_change(shape: tuple) -> Callable[[dict, dict], bool]:
     is not there; whatever may raise does so before the new state is made. A shape without both KEY fields, with a
     placement field, a leaderRecoveryState (whose values are checked) or a field the table does not name has
     none: ``_unshaped`` (False), so the change takes ``merge_partition``, which says what is wrong. Kept for
-    later changes of that shape while fewer than ``_SHAPES_KEPT`` are (``change_run`` takes those)."""
+    later changes of that shape while fewer than ``_SHAPES_KEPT`` are (``change_run`` takes those); once that
+    many are kept, a new shape has none either (a log may hold any number of shapes: compiling one for each
+    of its records would cost more than it saves)."""
     lines = _merge_lines(shape)
-    if lines is None:
+    if lines is None or len(_shaped) >= _SHAPES_KEPT:  # full: the field-by-field merge, not a compile per record
         apply = _unshaped
     else:
         apply = _compiled(["def change_partition(by_id, change):",
