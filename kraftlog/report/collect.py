@@ -42,6 +42,7 @@ from kraftlog.state.brokers import Brokers, broker_state
 from kraftlog.state.configs import BROKER, TOPIC, resource_key
 from kraftlog.state.features import METADATA_VERSION, ZK_MIGRATION_STATES, metadata_version_name
 from kraftlog.state.image import ABORT, BEGIN, END, ClusterImage
+from kraftlog.state.problems import REFUSALS
 from kraftlog.state.quotas import entity_key, entity_of
 from kraftlog.state.rebuild import as_log, earliest_base, log_entries, starting_point
 from kraftlog.state.replay import rare_full_collections
@@ -442,7 +443,7 @@ class _Walker:
             state = states.get(code) or self.passed_state.get(code) or self.held[code][2]
             try:
                 states[code] = merge_partition(state, self.passed[passed[i]])
-            except Exception:  # noqa: BLE001 - refused or malformed: ``add`` takes it
+            except REFUSALS:  # refused or malformed: ``add`` takes it, and the problem is its own
                 z = i
                 break
         self.passed_state.update(states)
@@ -469,7 +470,7 @@ class _Walker:
             was = _unavailable(scratch.registrations.get(bid))  # (the handlers change a registration in place)
             try:
                 scratch.handlers()[rec.type](rec.data)
-            except Exception:  # noqa: BLE001 - refused or malformed: ``add`` takes it
+            except REFUSALS:  # refused or malformed: ``add`` takes it, and the problem is its own
                 break
             if _unavailable(scratch.registrations.get(bid)) != was and self._may_lead(bid, leader[a:z][kind[a:z] == _CHANGE]):
                 break
