@@ -466,10 +466,11 @@ class _Walker:
             if scratch is None:
                 scratch = Brokers()
                 scratch.registrations = {b: dict(r) for b, r in self.image.brokers.registrations.items()}
+                handlers = scratch.handlers()
             bid = rec.data.get("brokerId", rec.data.get("id"))
             was = _unavailable(scratch.registrations.get(bid))  # (the handlers change a registration in place)
             try:
-                scratch.handlers()[rec.type](rec.data)
+                handlers[rec.type](rec.data)
             except REFUSALS:  # refused or malformed: ``add`` takes it, and the problem is its own
                 break
             if _unavailable(scratch.registrations.get(bid)) != was and self._may_lead(bid, leader[a:z][kind[a:z] == _CHANGE]):
