@@ -192,18 +192,19 @@ def shaped_change(shape: tuple) -> Callable[[dict, dict], bool]:
     later changes of that shape while fewer than ``_SHAPES_KEPT`` are (``change_run`` takes those); once that
     many are kept, a new shape has none either (a log may hold any number of shapes: compiling one for each
     of its records would cost more than it saves)."""
+    if len(_shaped) >= _SHAPES_KEPT:  # full: the field-by-field merge, nothing generated per record
+        return _unshaped
     lines = _merge_lines(shape)
-    if lines is None or len(_shaped) >= _SHAPES_KEPT:  # full: the field-by-field merge, not a compile per record
+    if lines is None:
         apply = _unshaped
     else:
         apply = _compiled(["def change_partition(by_id, change):",
                            *_indented(lines, "    ", {"FAIL": "return False", "DONE": "return True"})],
                           f"change of {', '.join(shape)}")["change_partition"]
-    if len(_shaped) < _SHAPES_KEPT:
-        _shaped[shape] = apply
-        if apply is not _unshaped:
-            global _run
-            _run = _run_source()
+    _shaped[shape] = apply
+    if apply is not _unshaped:
+        global _run
+        _run = _run_source()
     return apply
 
 
