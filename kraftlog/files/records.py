@@ -12,7 +12,7 @@ import numpy as np
 
 from kraftlog.files.paths import LogFile
 from kraftlog.files.reader import Limits, Region, read_log_file
-from kraftlog.files.walk import walk_file
+from kraftlog.files.walk import distinct, walk_file
 from kraftlog.schema import ControlRecord, MetadataRecord, decode_control, decode_metadata
 from kraftlog.schema.metadata import BY_TYPE_NAME
 from kraftlog.wire.batch import CONTROL_BIT, LOG_OVERHEAD
@@ -146,14 +146,10 @@ def _blocks(w, stop: int, start: int) -> Iterator[Block]:
         return
     n = len(w.kv)
     control = ((w.header["attributes"] & CONTROL_BIT) != 0)[batch]
-    kv = w.rec_kv[keep] + n * control  # a control record's value at n + its kv index
-    used = np.zeros(2 * n, bool)
-    used[kv] = True
-    slots = np.flatnonzero(used)  # the values the records name, metadata first: ``decoded`` in this order
+    # a control record's value at n + its kv index; ``slots``: the values the records name, metadata first
+    # (``decoded`` in this order)
+    slots, kv = distinct(w.rec_kv[keep] + n * control, 2 * n)
     metadata, controls = slots[slots < n], slots[slots >= n] - n
-    rank = np.zeros(2 * n, np.int64)
-    rank[slots] = np.arange(len(slots))
-    kv = rank[kv]
     records = list(map(decode_metadata, [w.kv[k][1] or b"" for k in metadata.tolist()]))
     decoded = records + [_control(*w.kv[k]) for k in controls.tolist()]
     no_op = np.zeros(len(slots), bool)  # ``is_no_op``: these are MetadataRecords

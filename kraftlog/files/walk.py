@@ -370,6 +370,17 @@ def _walk(buf: bytes, limits: Limits, chunk: int, want: list[tuple[int, int]] | 
     return pos
 
 
+def distinct(codes: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(codes, return_inverse=True)`` of codes known to lie in 0..``size``-1 (a walk's values):
+    marked in a table, not sorted."""
+    used = np.zeros(size, bool)
+    used[codes] = True
+    uniq = np.flatnonzero(used)
+    rank = np.zeros(size, np.int64)
+    rank[uniq] = np.arange(uniq.size)
+    return uniq, rank[codes]
+
+
 def overlaps(first: np.ndarray, last: np.ndarray, want: list[tuple[int, int]] | None) -> np.ndarray:
     """Which offset ranges ``[first, last]`` reach into one of the sorted, disjoint intervals
     ``want`` (all of them for None, none for an empty list)."""

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from kraftlog.files.reader import Limits, too_many_records
 from kraftlog.files.storage import Source, Stat, StorageError
-from kraftlog.files.walk import Walk, overlaps, walk
+from kraftlog.files.walk import Walk, distinct, overlaps, walk
 from kraftlog.schema import decode_control, decode_metadata, entity_of, redact
 from kraftlog.schema.records import tags_json
 from kraftlog.schema.render import b64
@@ -129,13 +129,7 @@ _DECODED_MAX_ENTRIES = 1 << 16
 
 def _values(w: Walk, control: np.ndarray) -> tuple[dict[str, pa.Array], np.ndarray]:
     """Decoded columns of the distinct (value, control) pairs, and each record's row among them."""
-    codes = w.rec_kv * 2 + control  # below 2 * len(w.kv): marked in a table, not sorted
-    used = np.zeros(2 * len(w.kv), bool)
-    used[codes] = True
-    uniq = np.flatnonzero(used)
-    row = np.zeros(used.size, np.int64)
-    row[uniq] = np.arange(uniq.size)
-    inverse = row[codes]
+    uniq, inverse = distinct(w.rec_kv * 2 + control, 2 * len(w.kv))
     rows = []
     for k in uniq.tolist():
         key, value = w.kv[k >> 1]
