@@ -308,9 +308,11 @@ def test_history_leaves_what_something_else_froze_as_it_is(quiet_log, monkeypatc
 
     gc.freeze()
     try:
+        # Frozen objects that die leave the permanent generation, so the count may fall a little during the run;
+        # ``gc.unfreeze`` would empty it. A count still above half says history thawed nothing of another's.
         before = gc.get_freeze_count()
         calls, shown, frozen = _freezes(quiet_log, monkeypatch)
-        assert calls == 0 and shown > 10 and frozen >= before > 0
+        assert calls == 0 and shown > 10 and before >= frozen > before // 2 > 0
     finally:
         gc.unfreeze()
 
