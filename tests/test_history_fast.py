@@ -251,10 +251,10 @@ def test_candidates_are_told_by_kind_and_by_the_topic_ids_followed_or_created_in
             _rec("PARTITION_CHANGE_RECORD", 1, partitionId=0, topicId=T, isr=[1]),
             _rec("CONFIG_RECORD", 0, resourceType=4, resourceName="1", name="x", value="y"), _rec("NO_OP_RECORD", 0),
             _rec("TOPIC_RECORD", 0, name="t", topicId=T), _rec("BEGIN_TRANSACTION_RECORD", 0, name="b")]
-    assert _changes("t").match.candidates(recs).tolist() == [True, False, True, True, False, True, True]
-    assert _changes("other").match.candidates(recs).tolist() == [True, True, False, True, False, True, True]
-    assert _changes(broker=1).match.candidates(recs).tolist() == [False, False, False, True, False, False, True]
-    assert _changes(config="BROKER:1").match.candidates(recs).tolist() == [False] * 3 + [True, False, False, True]
+    assert _changes("t").match.walk(recs)[0].tolist() == [True, False, True, True, False, True, True]
+    assert _changes("other").match.walk(recs)[0].tolist() == [True, True, False, True, False, True, True]
+    assert _changes(broker=1).match.walk(recs)[0].tolist() == [False, False, False, True, False, False, True]
+    assert _changes(config="BROKER:1").match.walk(recs)[0].tolist() == [False] * 3 + [True, False, False, True]
 
 
 def test_a_change_row_gives_the_literal_text_its_record_kept_by_the_identity_of_what_is_shown():

@@ -18,7 +18,7 @@ from kraftlog.schema.metadata import BY_TYPE_NAME
 from kraftlog.schema.redact import redact
 from kraftlog.state.configs import type_of
 from kraftlog.state.ids import key_order
-from kraftlog.state.image import ClusterImage
+from kraftlog.state.image import FENCE, KEPT, ClusterImage, KeptTopics, KeptWalk
 from kraftlog.state.rebuild import earliest_base, load_checkpoint, log_entries, on_disk, starting_point
 from kraftlog.state.replay import rare_full_collections
 from kraftlog.state.topics import topic_held_json
@@ -37,6 +37,7 @@ _HELD = 256  # changes rendered together (``_render``)
 _KEPT = 1 << 12  # partition states whose text is kept (``_Texts._partition``)
 FAST_TEXT = True  # a topic's partitions' texts kept across changes (``_Texts``); off in tests, to compare
 FAST_MARKS = True  # the records ``after`` sees told apart once per walk (``_Changes.marked``); off in tests
+LEAVE_OUT = True  # with FAST_MARKS, other topics' changes left out of a topic's replay (``image.KeptTopics``)
 
 
 def add_parser(sub) -> None:
@@ -101,16 +102,28 @@ class _Matcher:
         self._answers[id(rec)] = (rec, answer)  # the record held, so its id is not another's meanwhile
         return answer
 
-    def candidates(self, decoded: list) -> np.ndarray:
+    def walk(self, decoded: list, kept: KeptTopics | None = None) -> tuple[np.ndarray, KeptWalk | None]:
         """Whether each of a walk's records may be one ``_Changes.after`` must see: every record ``_match`` may
         take and every transaction marker, and others (``_Changes.marked`` tells them apart in order). Told by
         kind (``kinds``), and by the topic ids followed or to be followed: those of the topics of the name the walk
-        creates, followed from their ``TopicRecord`` on (so a record of such an id before it is a candidate too)."""
+        creates, followed from their ``TopicRecord`` on (so a record of such an id before it is a candidate too).
+        With ``kept`` (a topic's history), also the walk sorted by it, keeping those topic ids: a PartitionChangeRecord
+        is then told by its code (``image.KEPT``), the other kinds as without."""
         kinds, ids = self.kinds, set() if self.config or self.broker is not None else self.topic_ids
-        flags = self._candidates(decoded, kinds, ids)
+        flags, walk = self._sorted(decoded, kinds, ids, kept)
         created = {rec.data.get(_TOPIC_ID) for rec in map(decoded.__getitem__, np.flatnonzero(flags).tolist())
                    if rec.api_key == _TOPIC and rec.error is None and rec.data.get("name") == self.topic} - ids
-        return flags if not created else self._candidates(decoded, kinds, ids | created)
+        return (flags, walk) if not created else self._sorted(decoded, kinds, ids | created, kept)
+
+    def _sorted(self, decoded: list, kinds: frozenset[int], ids: set[str],
+                kept: KeptTopics | None) -> tuple[np.ndarray, KeptWalk | None]:
+        if kept is None or self.config or self.broker is not None:
+            return self._candidates(decoded, kinds, ids), None
+        walk = kept.walk(decoded, ids)
+        flags = walk.codes == KEPT
+        told = np.flatnonzero(walk.codes <= FENCE).tolist()  # not PartitionChangeRecords
+        flags[told] = self._candidates(list(map(decoded.__getitem__, told)), kinds, ids)
+        return flags, walk
 
     @staticmethod
     def _candidates(decoded: list, kinds: frozenset[int], ids: set[str]) -> np.ndarray:
@@ -238,7 +251,9 @@ class _Changes:
         self.texts = _Texts(args.format)
         self.pending: list[int] = []  # offsets of the changes shown inside the open transaction
         self.held: list[tuple] = []  # what is to be written, in order, not yet rendered
-        self._walk: tuple[list | None, np.ndarray | None] = (None, None)  # a walk's records, its candidates
+        #: A walk's records, its candidates, and the walk sorted by ``kept`` (None: all applied)
+        self._walk: tuple[list | None, np.ndarray | None, KeptWalk | None] = (None, None, None)
+        self.kept = KeptTopics() if LEAVE_OUT else None
         self.shown = 0
 
     def take(self, e: Entry | Block) -> int:
@@ -248,7 +263,7 @@ class _Changes:
             image.apply(*e)
             self.after(e)
             return e.offset
-        image.apply_block(e, self.marked(e), lambda i: self.after(e.entry(i)))
+        image.apply_block(e, self.marked(e), lambda i: self.after(e.entry(i)), self._walk[2])
         return e.last
 
     def flush(self) -> None:
@@ -263,9 +278,10 @@ class _Changes:
         decoded = block.decoded
         if FAST_MARKS:
             if self._walk[0] is not decoded:
-                self._walk = (decoded, self.match.candidates(decoded))
+                self._walk = (decoded, *self.match.walk(decoded, self.kept))
             picked = np.flatnonzero(self._walk[1][block.kv] & block.active)
         else:
+            self._walk = (None, None, None)
             picked = np.flatnonzero(block.active)
         return self._seen(zip(picked.tolist(), map(decoded.__getitem__, block.kv[picked].tolist()), strict=True))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -23,7 +23,7 @@ from kraftlog.state.quotas import ClientQuotas
 from kraftlog.state.raft import Raft
 from kraftlog.state.scram import Scram
 from kraftlog.state.tokens import DelegationTokens
-from kraftlog.state.topics import Topics
+from kraftlog.state.topics import PASSABLE, Topics
 
 BEGIN = "BEGIN_TRANSACTION_RECORD"
 END = "END_TRANSACTION_RECORD"
@@ -163,13 +163,21 @@ class ClusterImage:
         self.raft.observe_epoch(int(epochs.max()))
         self._at = (int(offsets[-1]), int(epochs[-1]), int(timestamps[-1]))
 
-    def apply_block(self, block: Block, marks: list[int] = (), after: Callable[[int], None] | None = None) -> None:
+    def apply_block(self, block: Block, marks: list[int] = (), after: Callable[[int], None] | None = None,
+                    kept: KeptWalk | None = None) -> None:
         """``apply`` of each of a block's records in turn, cheaper: its NoOps only advance the image (or
         are held with an open transaction's records, as ``apply`` holds them), and outside a transaction
         a decoded metadata record goes to its handler by api key, ``apply``'s first branch inline, and a
         stretch of PartitionChangeRecords to ``Topics.change_run``, which takes them as their handler would.
         ``after(i)`` is called right after record ``i`` of ``marks`` (increasing indices of records that are
         not NoOps) is applied, the image then as ``apply`` would leave it: a block is not cut to look at it.
+
+        ``kept`` (the block's walk sorted by ``KeptTopics.walk``): only the topics it keeps are replayed whole.
+        Outside a transaction, the changes ``KeptTopics`` may leave out are left out where their partition is
+        there (they change only that partition's state, which nothing reads then, and cannot be refused); the
+        others, and all in a transaction, are applied. The image's other partitions' states are then not Kafka's
+        (their ISR, leaders, epochs, ELR), all else is: which topics and partitions there are, their replicas and
+        directories, the problems and the provenance. A mark ``kept`` would leave out is refused (ValueError).
 
         Invariants: outside a transaction the provenance ``apply`` leaves after a record is that record's,
         so it is set once, before a record ``apply`` takes, at a mark and at the end. Only the Raft handlers
@@ -178,19 +186,17 @@ class ClusterImage:
         active = np.flatnonzero(block.active)
         offsets, timestamps, epochs = block.offsets, block.timestamps, block.epochs
         txn = self.transaction
+        ends = np.zeros(0, np.intp)
         if len(marks):
             ends = np.searchsorted(active, marks, side="right")
             if not (len(active) and ends[0] and (np.diff(marks) > 0).all() and (active[ends - 1] == marks).all()):
                 raise ValueError(f"marks {marks} are not increasing indices of the block's records that are not NoOps")
         if len(active):
-            decoded, by_api_key, apply = block.decoded, self._by_api_key, self.apply
+            by_api_key, apply = self._by_api_key, self.apply
             highest = None
             done = 0  # records before this one are applied
-            indices, recs = active.tolist(), list(map(decoded.__getitem__, block.kv[active].tolist()))
-            runs = [(indices, recs)] if not len(marks) else [
-                (indices[lo:hi], recs[lo:hi]) for lo, hi in itertools.pairwise([0, *ends.tolist(), len(indices)])]
             change_run = self.topics.change_run
-            for k, (run_indices, run_recs) in enumerate(runs):
+            for run_indices, run_recs, marked in self._runs(block, active, ends, kept):
                 at, m = 0, len(run_recs)
                 while at < m:
                     if txn is None and (taken := change_run(run_recs, at)) > at:  # its partition changes, at once
@@ -218,7 +224,7 @@ class ClusterImage:
                         txn = self.transaction
                     done = i + 1
                     at += 1
-                if k < len(marks):
+                if marked:
                     i = done - 1
                     if txn is None:
                         if highest is None:
@@ -231,6 +237,35 @@ class ClusterImage:
                     apply(*block.entry(j))
                 return
         self.pass_over_run(offsets, timestamps, epochs)
+
+    def _runs(self, block: Block, active: np.ndarray, ends: np.ndarray, kept: KeptWalk | None):
+        """``apply_block``'s records (of ``active``) as runs (record indices, records, whether the run ends at a
+        mark), cut after each mark (``ends``: the runs' ends, in ``active``), with what ``kept`` leaves out left out.
+        Told apart lazily: a run is made once those before it are applied, so where ``kept`` may leave changes
+        out, their partitions are looked for as the image then stands (``KeptTopics.left_out``). Such a stretch
+        ends after each record that may drop partitions (``FENCE``), so none is dropped within it."""
+        decoded, kvs = block.decoded, block.kv[active]
+        codes = None if kept is None or kept.decoded is not decoded else kept.codes[kvs]
+        if codes is None or not (passed := codes >= 0).any():
+            indices, recs = active.tolist(), list(map(decoded.__getitem__, kvs.tolist()))
+            for k, (lo, hi) in enumerate(itertools.pairwise([0, *ends.tolist(), len(indices)])):
+                yield indices[lo:hi], recs[lo:hi], k < len(ends)
+            return
+        if passed[ends - 1].any():
+            raise ValueError("a mark is a change the kept topics leave out")
+        at_marks = ends - 1
+        for lo, hi in itertools.pairwise([0, *(np.flatnonzero(codes == FENCE) + 1).tolist(), len(active)]):
+            if lo == hi:
+                continue
+            if self.transaction is None:
+                taken = lo + np.flatnonzero(~kept.owner.left_out(self.topics, kept, kvs[lo:hi], passed[lo:hi]))
+            else:
+                taken = np.arange(lo, hi)
+            cuts = np.searchsorted(taken, at_marks[(at_marks >= lo) & (at_marks < hi)], side="right").tolist()
+            indices, recs = active[taken].tolist(), list(map(decoded.__getitem__, kvs[taken].tolist()))
+            for k, (a, z) in enumerate(itertools.pairwise([0, *cuts, len(taken)])):
+                if a < z or k < len(cuts):
+                    yield indices[a:z], recs[a:z], k < len(cuts)
 
     def _run(self, handler: Callable[[dict], None], rec: Any, offset: int) -> None:
         try:
@@ -295,6 +330,117 @@ class ClusterImage:
             "producerIds": self.producer_ids.to_json(),
             "zkMigrationState": self.features.zk_migration_state_name,
         }
+
+
+#: ``KeptTopics.walk``'s codes of a walk's values that are not changes it may leave out (those have their partition's
+#: key, 0 or more): a PartitionChangeRecord of a kept topic; another it must apply (``PASSABLE`` says no); a record
+#: that may drop partitions (``Topics.dropped``: a TopicRecord re-creating an id, a RemoveTopicRecord; a transaction
+#: marker, whose End applies the records it held); anything else.
+KEPT, CHANGE, FENCE, OTHER = -1, -2, -3, -4
+_CHANGE_KEY = BY_TYPE_NAME["PARTITION_CHANGE_RECORD"].api_key
+_FENCE_KEYS = frozenset(BY_TYPE_NAME[name].api_key for name in ("TOPIC_RECORD", "REMOVE_TOPIC_RECORD", BEGIN, END, ABORT))
+_KEYS_KEPT = 1 << 20  # partitions ``KeptTopics`` keeps keys of (they are the input's to choose)
+
+
+class KeptWalk(NamedTuple):
+    """A walk's values (``Block.decoded``) as ``KeptTopics.walk`` sorted them: per value, its code or its partition's
+    key."""
+
+    decoded: list
+    codes: np.ndarray
+    owner: KeptTopics
+    keys: _Keys
+
+
+class _Keys(dict):
+    """(topic id, partition id) -> key, numbered in order, with the topic's slot of each key."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.named: list[tuple[str, int]] = []
+        self.topic_of: list[int] = []
+        self.slots: dict[str, int] = {}
+
+    def __missing__(self, partition: tuple[str, int]) -> int:
+        self.named.append(partition)
+        self.topic_of.append(self.slots.setdefault(partition[0], len(self.slots)))
+        key = self[partition] = len(self.named) - 1
+        return key
+
+
+class KeptTopics:
+    """What ``ClusterImage.apply_block`` may leave out of a replay that reads only some topics' states (``history
+    --topic``): the PartitionChangeRecords of the other topics that ``PASSABLE`` says cannot be refused once their
+    partition is there and leave its replicas and directories as they were. Each walk's values are sorted once
+    (``walk``); a block then looks for the partitions of the changes it leaves out (``left_out``), each partition
+    found once while no partitions are dropped from its topic (``Topics.dropped``), a partition not found at
+    each look (its changes are then applied, and refused as ``apply`` refuses them)."""
+
+    def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
+        self._keys = _Keys()
+        self._key_topic = np.zeros(0, np.intp)  # key -> its topic's slot
+        self._seen = np.zeros(0, np.int64)  # key -> the incarnation of its topic it was found in (-1: not found)
+        self._incarnation = np.zeros(0, np.int64)  # topic slot -> times its partitions were dropped
+        self._topics: Topics | None = None
+        self._dropped = 0
+
+    def walk(self, decoded: list, kept_ids: set[str]) -> KeptWalk:
+        """``decoded`` sorted: the changes of topics not in ``kept_ids`` ``PASSABLE`` lets pass as their partition's
+        key, the others as ``KEPT``, ``CHANGE``, ``FENCE`` or ``OTHER``."""
+        if len(self._keys) > _KEYS_KEPT:
+            self._reset()
+        keys, passable, change, fences = self._keys, PASSABLE, _CHANGE_KEY, _FENCE_KEYS
+        known = len(keys.named)
+        codes = np.fromiter([
+            (KEPT if (data := rec.data).get("topicId") in kept_ids else
+             keys[data["topicId"], data["partitionId"]] if passable[tuple(data)] else CHANGE)
+            if type(rec) is MetadataRecord and rec.api_key == change and rec.error is None else
+            FENCE if type(rec) is MetadataRecord and rec.api_key in fences else OTHER
+            for rec in decoded], np.int64, len(decoded))
+        if len(keys.named) > known:
+            self._key_topic = np.concatenate([self._key_topic, np.array(keys.topic_of[known:], np.intp)])
+            self._seen = np.concatenate([self._seen, np.full(len(keys.named) - known, -1, np.int64)])
+            self._incarnation = np.concatenate([self._incarnation,
+                                                np.zeros(len(keys.slots) - len(self._incarnation), np.int64)])
+        return KeptWalk(decoded, codes, self, keys)
+
+    def left_out(self, topics: Topics, walk: KeptWalk, kvs: np.ndarray, passed: np.ndarray) -> np.ndarray:
+        """Which of a stretch of records (values ``kvs``, those ``walk`` may leave out ``passed``) to leave out, as
+        ``topics`` stands before the stretch and all through it (nothing in it drops partitions): those whose
+        partition is there."""
+        if walk.keys is not self._keys:  # sorted before the keys were dropped: nothing is left out
+            return np.zeros(len(kvs), bool)
+        self._follow(topics)
+        key = walk.codes[kvs[passed]]
+        found = self._seen[key] == self._incarnation[self._key_topic[key]]
+        if not found.all():
+            by_id = topics.by_id
+            for k in np.unique(key[~found]).tolist():
+                topic_id, partition_id = self._keys.named[k]
+                topic = by_id.get(topic_id)
+                if topic is not None and partition_id in topic["partitions"]:
+                    self._seen[k] = self._incarnation[self._key_topic[k]]
+            found = self._seen[key] == self._incarnation[self._key_topic[key]]
+        out = passed.copy()
+        out[passed] = found
+        return out
+
+    def _follow(self, topics: Topics) -> None:
+        """The topics whose partitions were dropped since the last look, as new incarnations (all of them where
+        more than one was dropped, or the image is another)."""
+        if topics is not self._topics:
+            self._topics, self._dropped = topics, topics.dropped
+            self._incarnation += 1
+        elif topics.dropped != self._dropped:
+            slot = self._keys.slots.get(topics.last_dropped) if topics.dropped == self._dropped + 1 else -1
+            if slot == -1:
+                self._incarnation += 1
+            elif slot is not None:
+                self._incarnation[slot] += 1
+            self._dropped = topics.dropped
 
 
 def _not_applied(rec: Any, error: str) -> str:

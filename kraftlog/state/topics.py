@@ -212,6 +212,25 @@ def _unshaped(by_id: dict, change: dict) -> bool:
     return False
 
 
+class _Passable(dict):
+    """Shape -> whether a change of that shape may be left out for a topic whose state nothing reads
+    (``ClusterImage.apply_block``'s kept topics): a shape ``shaped_change`` merges in one call (``_merge_lines``),
+    so one that cannot be refused once its partition is there (``PartitionRegistration.merge`` reads the
+    partition's own registration only, and ``TopicDelta.replay(PartitionChangeRecord)`` refuses only a partition
+    it does not find) and that leaves replicas and directories, the placement later changes are checked against,
+    as they were. Bounded as ``_shaped`` is: past ``_SHAPES_KEPT`` a new shape is answered, not kept."""
+
+    def __missing__(self, shape: tuple) -> bool:
+        passable = _merge_lines(shape) is not None
+        if len(self) < _SHAPES_KEPT:
+            self[shape] = passable
+        return passable
+
+
+#: ``_Passable``, by a change's field names in order (``tuple(change)``).
+PASSABLE = _Passable()
+
+
 #: Shapes (a change's field names in order) -> ``shaped_change``; bounded, as a shape is the input's to choose.
 _shaped: dict[tuple, Callable[[dict, dict], bool]] = {}
 _SHAPES_KEPT = 256
@@ -287,6 +306,10 @@ class Topics:
     def __init__(self) -> None:
         self.by_id: dict[str, dict] = {}
         self.id_by_name: dict[str, str] = {}
+        #: Times partitions were dropped (a topic removed, or its id re-created with none), and the topic id
+        #: dropped last: the only ways a partition stops being there, so a partition seen while ``dropped``
+        #: stands is there still (``image.KeptTopics``).
+        self.dropped, self.last_dropped = 0, None
 
     def handlers(self) -> dict[str, Callable[[dict], None]]:
         return {
@@ -309,8 +332,10 @@ class Topics:
     def _topic(self, data: dict) -> None:
         name, topic_id = data["name"], data["topicId"]
         old = self.by_id.get(topic_id)
-        if old is not None and self.id_by_name.get(old["name"]) == topic_id:
-            del self.id_by_name[old["name"]]  # the id is re-created under a new name: one name per id
+        if old is not None:
+            self.dropped, self.last_dropped = self.dropped + 1, topic_id
+            if self.id_by_name.get(old["name"]) == topic_id:
+                del self.id_by_name[old["name"]]  # the id is re-created under a new name: one name per id
         self.by_id[topic_id] = {"name": name, "topicId": topic_id, "partitions": {}}
         self.id_by_name[name] = topic_id
 
@@ -344,6 +369,7 @@ class Topics:
         """Drop a topic and its partitions; returns its name so its configs can go too."""
         topic = self._topic_or_problem(topic_id, "RemoveTopicRecord")
         del self.by_id[topic_id]
+        self.dropped, self.last_dropped = self.dropped + 1, topic_id
         if self.id_by_name.get(topic["name"]) == topic_id:
             del self.id_by_name[topic["name"]]
         return topic["name"]
