@@ -13,9 +13,9 @@ from test_replay_fast import T, _block, _nodes, _rec, _topics
 from kraftlog.cli import history
 from kraftlog.cli.main import main
 from kraftlog.files.logdir import find_nodes
-from kraftlog.schema import encode_metadata
+from kraftlog.schema import MetadataRecord, encode_metadata
 from kraftlog.state.image import CHANGE, FENCE, KEPT, OTHER, ClusterImage, KeptTopics
-from kraftlog.state.topics import PARTITION_CHANGE_RECORD, PASSABLE, Topics
+from kraftlog.state.topics import PARTITION_CHANGE_RECORD, Topics, _merge_lines
 from kraftlog.synth.cluster import generate
 from kraftlog.synth.ids import uuid_text
 from kraftlog.synth.spec import ClusterSpec
@@ -191,16 +191,34 @@ def test_the_walk_is_sorted_by_kind_and_kept_topic():
             _rec("REMOVE_TOPIC_RECORD", 0, topicId=U), _rec("NO_OP_RECORD", 0),
             _rec("END_TRANSACTION_RECORD", 0), _rec("PARTITION_RECORD", 1, partitionId=0, topicId=U, replicas=[1],
                                                     isr=[1], leader=1, leaderEpoch=0, partitionEpoch=0)]
-    walk = KeptTopics().walk(recs, {T})
-    assert walk.codes.tolist() == [FENCE, KEPT, 0, CHANGE, CHANGE, 1, 0, FENCE, OTHER, FENCE, OTHER]
+    handmade = MetadataRecord(recs[2].api_key, 1, {"partitionId": 0, "topicId": U, "fencing": 1})  # no value read
+    walk = KeptTopics().walk([*recs, handmade], {T})
+    assert walk.codes.tolist() == [FENCE, KEPT, 1, CHANGE, CHANGE, 2, 1, FENCE, OTHER, FENCE, OTHER, OTHER]
 
 
-def test_passable_shapes_are_the_shaped_ones_without_placement():
-    placement = {"replicas", "directories", "leaderRecoveryState"}
-    fields = [name for name in PARTITION_CHANGE_RECORD if name not in ("partitionId", "topicId")]
-    for name in fields:
-        assert PASSABLE[("partitionId", "topicId", name)] == (name not in placement), name
-    assert not PASSABLE[("partitionId", "isr")] and not PASSABLE[("partitionId", "topicId", "fencing")]
+def test_a_decoded_change_without_the_unpassable_fields_is_one_merged_in_one_call():
+    """``UNPASSABLE`` tells a decoded change's shape as ``_merge_lines`` does, at every version: a decoded change
+    holds the schema's fields only, both KEY fields always (else its shape would need reading whole)."""
+    from kraftlog.schema.metadata import BY_TYPE_NAME
+
+    values = {"isr": [1], "leader": 2, "replicas": [1, 2], "removingReplicas": [2], "addingReplicas": [1],
+              "leaderRecoveryState": 1, "directories": DIRS, "eligibleLeaderReplicas": [1], "lastKnownElr": [2]}
+    assert set(values) | {"partitionId", "topicId"} == set(PARTITION_CHANGE_RECORD)
+    seen = set()
+    for version in range(BY_TYPE_NAME["PARTITION_CHANGE_RECORD"].highest_version + 1):
+        for names in [[name] for name in values] + [list(values)]:
+            try:
+                rec = _rec("PARTITION_CHANGE_RECORD", version, partitionId=0, topicId=U, **{n: values[n] for n in names})
+            except ValueError as e:  # a field of a later version
+                assert "no such field in this version" in str(e)
+                continue
+            data = rec.data
+            assert list(data)[:2] == ["partitionId", "topicId"]
+            seen.add(tuple(data))
+            walk = KeptTopics().walk([rec], set())
+            assert (walk.codes[0] >= 0) == (_merge_lines(tuple(data)) is not None) == (
+                not set(data) & {"replicas", "directories", "leaderRecoveryState"}), (version, names)
+    assert len(seen) == len(values) + 1  # each field alone, and all (at the versions that have them)
 
 
 def test_only_topic_and_remove_topic_records_drop_partitions():

@@ -23,7 +23,7 @@ from kraftlog.state.quotas import ClientQuotas
 from kraftlog.state.raft import Raft
 from kraftlog.state.scram import Scram
 from kraftlog.state.tokens import DelegationTokens
-from kraftlog.state.topics import PASSABLE, Topics
+from kraftlog.state.topics import UNPASSABLE, Topics
 
 BEGIN = "BEGIN_TRANSACTION_RECORD"
 END = "END_TRANSACTION_RECORD"
@@ -388,16 +388,18 @@ class KeptTopics:
         self._dropped = 0
 
     def walk(self, decoded: list, kept_ids: set[str]) -> KeptWalk:
-        """``decoded`` sorted: the changes of topics not in ``kept_ids`` ``PASSABLE`` lets pass as their partition's
-        key, the others as ``KEPT``, ``CHANGE``, ``FENCE`` or ``OTHER``."""
+        """``decoded`` sorted: the decoded changes of topics not in ``kept_ids`` that hold none of ``UNPASSABLE`` as
+        their partition's key, the others as ``KEPT``, ``CHANGE``, ``FENCE`` or ``OTHER`` (a record not decoded
+        from a value, ``raw`` empty, is ``OTHER``: its fields may be any)."""
         if len(self._keys) > _KEYS_KEPT:
             self._reset()
-        keys, passable, change, fences = self._keys, PASSABLE, _CHANGE_KEY, _FENCE_KEYS
+        keys, change, fences = self._keys, _CHANGE_KEY, _FENCE_KEYS
+        placement, placed, recovery = UNPASSABLE
         known = len(keys.named)
         codes = np.fromiter([
-            (KEPT if (data := rec.data).get("topicId") in kept_ids else
-             keys[data["topicId"], data["partitionId"]] if passable[tuple(data)] else CHANGE)
-            if type(rec) is MetadataRecord and rec.api_key == change and rec.error is None else
+            (CHANGE if placement in (data := rec.data) or placed in data or recovery in data else
+             keys[data["topicId"], data["partitionId"]])
+            if type(rec) is MetadataRecord and rec.api_key == change and rec.error is None and rec.raw else
             FENCE if type(rec) is MetadataRecord and rec.api_key in fences else OTHER
             for rec in decoded], np.int64, len(decoded))
         if len(keys.named) > known:
@@ -405,6 +407,14 @@ class KeptTopics:
             self._seen = np.concatenate([self._seen, np.full(len(keys.named) - known, -1, np.int64)])
             self._incarnation = np.concatenate([self._incarnation,
                                                 np.zeros(len(keys.slots) - len(self._incarnation), np.int64)])
+        slots = [slot for topic_id in kept_ids if (slot := keys.slots.get(topic_id)) is not None]
+        if slots:  # the kept topics' changes
+            kept = np.zeros(len(keys.slots), bool)
+            kept[slots] = True
+            codes[(codes >= 0) & kept[self._key_topic[np.maximum(codes, 0)]]] = KEPT
+        for i in np.flatnonzero(codes == CHANGE).tolist():
+            if decoded[i].data.get("topicId") in kept_ids:
+                codes[i] = KEPT
         return KeptWalk(decoded, codes, self, keys)
 
     def left_out(self, topics: Topics, walk: KeptWalk, kvs: np.ndarray, passed: np.ndarray) -> np.ndarray:

@@ -212,23 +212,15 @@ def _unshaped(by_id: dict, change: dict) -> bool:
     return False
 
 
-class _Passable(dict):
-    """Shape -> whether a change of that shape may be left out for a topic whose state nothing reads
-    (``ClusterImage.apply_block``'s kept topics): a shape ``shaped_change`` merges in one call (``_merge_lines``),
-    so one that cannot be refused once its partition is there (``PartitionRegistration.merge`` reads the
-    partition's own registration only, and ``TopicDelta.replay(PartitionChangeRecord)`` refuses only a partition
-    it does not find) and that leaves replicas and directories, the placement later changes are checked against,
-    as they were. Bounded as ``_shaped`` is: past ``_SHAPES_KEPT`` a new shape is answered, not kept."""
-
-    def __missing__(self, shape: tuple) -> bool:
-        passable = _merge_lines(shape) is not None
-        if len(self) < _SHAPES_KEPT:
-            self[shape] = passable
-        return passable
-
-
-#: ``_Passable``, by a change's field names in order (``tuple(change)``).
-PASSABLE = _Passable()
+#: What a decoded PartitionChangeRecord (its fields the schema's, both KEY fields there: ``tests/test_history_kept.py``)
+#: must not hold to be left out for a topic whose state nothing reads (``image.KeptTopics``): a field of a shape
+#: ``shaped_change`` does not merge in one call (``_merge_lines``), which are PLACEMENT, the replicas and directories
+#: later changes are checked against, and leaderRecoveryState, whose values are checked. A change without them cannot
+#: be refused once its partition is there (``PartitionRegistration.merge`` reads the partition's own registration
+#: only, and ``TopicDelta.replay(PartitionChangeRecord)`` refuses only a partition it does not find) and changes only
+#: that partition's ISR, leaders, epochs, ELR and replicas being added or removed.
+UNPASSABLE = tuple(name for name, m in PARTITION_CHANGE_RECORD.items()
+                   if m.rule == PLACEMENT or _SENTINELS.get(name, (None,) * 4)[3])
 
 
 #: Shapes (a change's field names in order) -> ``shaped_change``; bounded, as a shape is the input's to choose.
