@@ -35,11 +35,13 @@ def _run(path, *args) -> tuple[int, str, str]:
 
 
 def _both_ways(path, topics: list[str], monkeypatch, forms=((), ("--format", "jsonl"), ("--partition", "0"))) -> list:
-    """Each topic's history with other topics' changes left out and with every record applied: the same."""
-    runs = [(t, form) for t in topics for form in forms]
-    kept = [_run(path, "--topic", t, *form) for t, form in runs]
+    """Each topic's history with other topics' changes left out and with every record applied: the same; so are
+    broker 1's and the configs of broker 1 and the first topic (which keep no topic)."""
+    runs = [(("--topic", t), form) for t in topics for form in forms] + [
+        (entity, ()) for entity in (("--broker", "1"), ("--config", "BROKER:1"), ("--config", f"TOPIC:{topics[0]}"))]
+    kept = [_run(path, *entity, *form) for entity, form in runs]
     monkeypatch.setattr(history, "LEAVE_OUT", False)
-    whole = [_run(path, "--topic", t, *form) for t, form in runs]
+    whole = [_run(path, *entity, *form) for entity, form in runs]
     monkeypatch.setattr(history, "LEAVE_OUT", True)
     for run, a, b in zip(runs, kept, whole, strict=True):
         assert a == b, run
@@ -160,8 +162,9 @@ def test_a_busy_generated_log_is_the_full_replay(busy_log, monkeypatch):
     left_out = KeptTopics.left_out
     monkeypatch.setattr(KeptTopics, "left_out", lambda *a: left.append(r := left_out(*a)) or r)
     kept = _both_ways(busy_log, topics[:6] + topics[-6:], monkeypatch)
-    assert sum(int(a.sum()) for a in left) > 12 * 3 * 5000  # most of its 12,771 changes, in each of 36 histories
+    assert sum(int(a.sum()) for a in left) > 39 * 5000  # most of its 12,771 changes, in each of 39 histories
     assert len(topics) > 8 and all(code == 0 for code, _, _ in kept) and sum(len(out) for _, out, _ in kept) > 10000
+    assert all(out for _, out, _ in kept[-3:])  # broker 1 and the configs changed
 
 
 def test_the_quiet_log_is_the_full_replay(quiet_log, monkeypatch):  # noqa: F811

@@ -107,8 +107,9 @@ class _Matcher:
         take and every transaction marker, and others (``_Changes.marked`` tells them apart in order). Told by
         kind (``kinds``), and by the topic ids followed or to be followed: those of the topics of the name the walk
         creates, followed from their ``TopicRecord`` on (so a record of such an id before it is a candidate too).
-        With ``kept`` (a topic's history), also the walk sorted by it, keeping those topic ids: a PartitionChangeRecord
-        is then told by its code (``image.KEPT``), the other kinds as without."""
+        With ``kept``, also the walk sorted by it, keeping those topic ids (none for a broker's or a config's history,
+        which reads no partition): a PartitionChangeRecord is then told by its code (``image.KEPT``), the other kinds
+        as without."""
         kinds, ids = self.kinds, set() if self.config or self.broker is not None else self.topic_ids
         flags, walk = self._sorted(decoded, kinds, ids, kept)
         created = {rec.data.get(_TOPIC_ID) for rec in map(decoded.__getitem__, np.flatnonzero(flags).tolist())
@@ -117,7 +118,7 @@ class _Matcher:
 
     def _sorted(self, decoded: list, kinds: frozenset[int], ids: set[str],
                 kept: KeptTopics | None) -> tuple[np.ndarray, KeptWalk | None]:
-        if kept is None or self.config or self.broker is not None:
+        if kept is None:
             return self._candidates(decoded, kinds, ids), None
         walk = kept.walk(decoded, ids)
         flags = walk.codes == KEPT
