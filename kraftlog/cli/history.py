@@ -30,7 +30,7 @@ _TXN_KEYS = {BY_TYPE_NAME[name].api_key for name in _TXN}
 _BROKER_KEYS = {BY_TYPE_NAME[name].api_key for name in _BROKER_TYPES}
 _TOPIC, _CLEAR_ELR, _CONFIG = (BY_TYPE_NAME[name].api_key for name in ("TOPIC_RECORD", "CLEAR_ELR_RECORD", "CONFIG_RECORD"))
 #: The field ``_Matcher._match`` reads a record's topic id from, whatever its kind (``fields_of``): one name,
-#: so ``_Matcher.candidates`` reads it without telling the kinds apart.
+#: so ``_Matcher.walk`` reads it without telling the kinds apart.
 (_TOPIC_ID,) = {fields_of(m.api_key)["topic_id"] for m in BY_TYPE_NAME.values() if "topic_id" in fields_of(m.api_key)}
 _ANSWERS = 1 << 14  # records whose match is remembered (``_Matcher.__call__``)
 _HELD = 256  # changes rendered together (``_render``)
@@ -274,7 +274,7 @@ class _Changes:
     def marked(self, block: Block) -> list[int]:
         """The records of ``block`` ``after`` must see (the others it passes over): the changes of the
         entity, and the transaction markers, told apart in order (``_seen``). A walk's blocks share its records
-        (``Block.decoded``): those that may be such records (``_Matcher.candidates``) are picked once per walk,
+        (``Block.decoded``): those that may be such records (``_Matcher.walk``) are picked once per walk,
         and a block's are picked by its kv indices; the others are not told apart (as ``FAST_MARKS`` off does)."""
         decoded = block.decoded
         if FAST_MARKS:
