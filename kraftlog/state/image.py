@@ -339,7 +339,7 @@ class ClusterImage:
 KEPT, CHANGE, FENCE, OTHER = -1, -2, -3, -4
 _CHANGE_KEY = BY_TYPE_NAME["PARTITION_CHANGE_RECORD"].api_key
 _FENCE_KEYS = frozenset(BY_TYPE_NAME[name].api_key for name in ("TOPIC_RECORD", "REMOVE_TOPIC_RECORD", BEGIN, END, ABORT))
-_KEYS_KEPT = 1 << 20  # partitions ``KeptTopics`` keeps keys of (they are the input's to choose)
+_KEYS_KEPT = 1 << 18  # partitions ``KeptTopics`` keeps keys of (they are the input's to choose)
 
 
 class KeptWalk(NamedTuple):
