@@ -37,7 +37,7 @@ _HELD = 256  # changes rendered together (``_render``)
 _KEPT = 1 << 12  # partition states whose text is kept (``_Texts._partition``)
 FAST_TEXT = True  # a topic's partitions' texts kept across changes (``_Texts``); off in tests, to compare
 FAST_MARKS = True  # the records ``after`` sees told apart once per walk (``_Changes.marked``); off in tests
-LEAVE_OUT = True  # with FAST_MARKS, other topics' changes left out of a topic's replay (``image.KeptTopics``)
+LEAVE_OUT = True  # with FAST_MARKS, changes of topics not followed left out of the replay (``_Changes``); off in tests
 
 
 def add_parser(sub) -> None:
@@ -245,7 +245,10 @@ def _nothing() -> None:
 
 class _Changes:
     """What ``history`` writes, decided record by record after the record is applied: a change of the
-    entity, or an abort of the transaction changes were shown in."""
+    entity, or an abort of the transaction changes were shown in. What it reads of the image is the entity's state
+    (``_Matcher.held``: the followed topic's partitions, a broker, a config), the open transaction, the provenance
+    and the problems, never another topic's partition states: the changes of topics not followed that only change
+    those are left out of the replay (``image.KeptTopics``; ``LEAVE_OUT``), where their partition is there."""
 
     def __init__(self, args, image: ClusterImage, match: _Matcher, out, freeze: Callable[[], None] = _nothing) -> None:
         self.redacted, self.image, self.match, self.out, self.freeze = not args.no_redact, image, match, out, freeze

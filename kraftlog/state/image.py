@@ -333,7 +333,7 @@ class ClusterImage:
 
 
 #: ``KeptTopics.walk``'s codes of a walk's values that are not changes it may leave out (those have their partition's
-#: key, 0 or more): a PartitionChangeRecord of a kept topic; another it must apply (``PASSABLE`` says no); a record
+#: key, 0 or more): a PartitionChangeRecord of a kept topic; another it must apply (holding ``UNPASSABLE``); a record
 #: that may drop partitions (``Topics.dropped``: a TopicRecord re-creating an id, a RemoveTopicRecord; a transaction
 #: marker, whose End applies the records it held); anything else.
 KEPT, CHANGE, FENCE, OTHER = -1, -2, -3, -4
@@ -370,8 +370,10 @@ class _Keys(dict):
 
 class KeptTopics:
     """What ``ClusterImage.apply_block`` may leave out of a replay that reads only some topics' states (``history
-    --topic``): the PartitionChangeRecords of the other topics that ``PASSABLE`` says cannot be refused once their
-    partition is there and leave its replicas and directories as they were. Each walk's values are sorted once
+    --topic``): the decoded PartitionChangeRecords of the other topics that hold none of ``topics.UNPASSABLE``, so
+    cannot be refused once their partition is there and leave its replicas and directories as they were (and no
+    handler reads another partition's ISR, leaders, epochs or ELR but to change that partition: ``Topics._clear_elr``).
+    Which topics are kept is the caller's to say: those whose states it reads. Each walk's values are sorted once
     (``walk``); a block then looks for the partitions of the changes it leaves out (``left_out``), each partition
     found once while no partitions are dropped from its topic (``Topics.dropped``), a partition not found at
     each look (its changes are then applied, and refused as ``apply`` refuses them)."""
