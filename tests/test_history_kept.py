@@ -266,3 +266,36 @@ def test_keys_are_dropped_when_too_many_and_older_walks_leave_nothing_out(monkey
     assert new.codes.tolist() == [0] and new.keys is not old.keys
     passed = np.ones(4, bool)
     assert not kept.left_out(Topics(), old, np.arange(4), passed).any()
+
+
+def test_refused_changes_appended_to_a_busy_generated_log_are_the_full_replay(busy_log, tmp_path, monkeypatch):
+    """The generated log (which Kafka's rules accept whole) continued by a segment of changes of other topics
+    refused or left out: of its removed topics, of a partition a topic does not have, of a topic removed there."""
+    import shutil
+
+    from kraftlog.files.copies import Log
+    from kraftlog.files.reader import Limits
+    from kraftlog.files.records import ReadProblems
+
+    log = tmp_path / "node" / "__cluster_metadata-0"
+    shutil.copytree(busy_log.parent, log.parent)
+    entries = list(Log.of(find_nodes(log)[0]).entries(0, Limits(), ReadProblems()))
+    created = {e.record.data["topicId"]: e.record.data["name"] for e in entries if e.record.type == "TOPIC_RECORD"}
+    removed = [e.record.data["topicId"] for e in entries if e.record.type == "REMOVE_TOPIC_RECORD"]
+    image = ClusterImage.empty()
+    for e in entries:
+        image.apply(e.record, e.offset, e.timestamp, e.epoch)
+    there = [t for t in image.topics.by_id if image.topics.by_id[t]["partitions"]]
+    assert len(removed) > 3 and len(there) > 3
+    plan = [*(_pc(t, 0, isr=[1]) for t in removed[:3]),  # refused: removed
+            *(_pc(t, 0, isr=[2]) for t in there[1:]), *(_pc(t, 99, isr=[1]) for t in there[1:]),  # left out; refused
+            ("REMOVE_TOPIC_RECORD", 0, {"topicId": there[-1]}), _pc(there[-1], 0, leader=1),  # refused: removed
+            _pc(there[1], 0, isr=[1])]  # left out
+    last = entries[-1]
+    batches = [encode_batch([Record(0, 0, None, encode_metadata(*r))], base_offset=last.offset + 1 + k,
+                            base_timestamp=last.timestamp + 1 + k, partition_leader_epoch=last.epoch)
+               for k, r in enumerate(plan)]
+    (log / f"{last.offset + 1:020d}.log").write_bytes(b"".join(batches))
+    kept = _both_ways(log, [created[there[0]]], monkeypatch)
+    problems = [line for line in kept[0][2].splitlines() if "problem" in line]
+    assert len(problems) == 3 + len(there) - 1 + 1 and kept[0][0] == 1, kept[0][2]
