@@ -160,10 +160,12 @@ class _Values:
             self.records += [None] * (grown - len(self.records))
         records = self.records
         need = ids[~self.done[ids]]
-        for i in need.tolist():
-            rec = records[i] = decode_metadata(kv[i][1] or b"")
-            self.no_op[i] = is_no_op(rec)
-        self.done[need] = True
+        if len(need):
+            new = [decode_metadata(kv[i][1] or b"") for i in need.tolist()]
+            for i, rec in zip(need.tolist(), new, strict=True):
+                records[i] = rec
+            self.no_op[need] = [is_no_op(rec) for rec in new]
+            self.done[need] = True
         return list(map(records.__getitem__, ids.tolist())), self.no_op[ids]
 
 
