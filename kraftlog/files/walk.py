@@ -113,7 +113,7 @@ class Interned:
         self.kv: list[tuple[bytes | None, bytes | None]] = []
 
     def restart(self) -> None:
-        if len(self.kv) > INTERNED_MAX:
+        if len(self.ids) > INTERNED_MAX:
             self.ids, self.kv = {}, []
 
 
@@ -132,7 +132,6 @@ class _Records:
         #: (key, value) -> index into ``Walk.kv``; a null key's pair by its value (bytes) alone (``pairs``)
         self.ids: dict[bytes | tuple[bytes | None, bytes | None], int] = {} if interned is None else interned.ids
         self.interned = interned
-        self.held = len(self.ids)  # pairs held before this walk
         self.keyed = False  # whether ``ids`` holds a (key, value) tuple of this walk
 
     def intern(self, pairs) -> list[int]:
@@ -156,8 +155,9 @@ class _Records:
         """The distinct (key, value) pairs, by index (with ``Interned``, its ``kv`` with this walk's new ones)."""
         if self.interned is None:
             kv, new = [], self.ids
-        else:  # the pairs after those held before, the last ones of ``ids``
-            kv, new = self.interned.kv, list(itertools.islice(reversed(self.ids), len(self.ids) - self.held))[::-1]
+        else:  # the pairs ``kv`` does not list yet, the last ones of ``ids``
+            kv = self.interned.kv
+            new = list(itertools.islice(reversed(self.ids), len(self.ids) - len(kv)))[::-1]
         kv += zip(itertools.repeat(None), new) if not self.keyed else [k if type(k) is tuple else (None, k) for k in new]
         return kv
 
