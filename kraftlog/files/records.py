@@ -132,6 +132,7 @@ def _walked(lf: LogFile, limits: Limits, start: int, until: int | None):
             yield from _blocks(w, stop, start, values)
             if w.count:
                 resume = int(w.positions[-1]) + int(h["batchLength"][-1]) + LOG_OVERHEAD
+            del w, h, base  # not held while the next walk is made (a command's memory: one walk's columns)
     finally:
         walks.close()  # the file, at once
 

@@ -311,6 +311,7 @@ def walk_source(src: Source, limits: Limits = Limits(), chunk: int = 1 << 18,
             if magic == 2 and len(buf) < length + LOG_OVERHEAD <= limits.max_batch_bytes:
                 buf = _read(src, start, min(length + LOG_OVERHEAD, src.size - start))
             start += yield from _walk(buf, limits, chunk, want, src, start, interned)
+            del buf  # not held while the next window is read
         src.check()
     finally:
         src.close()
