@@ -613,21 +613,23 @@ def _frame(buf: bytes, first: np.ndarray, last: np.ndarray, count: np.ndarray
             act, p, e, k = act[more], p[more], e[more], k[more]
     tail_starts: list[int] = []
     tail_ends: list[int] = []
-    tail_owners: list[int] = []
-    tail_lefts: list[int] = []
+    tail_batches: list[int] = []  # the batches framed by ``_bodies``, and their records framed so
+    tail_counts: list[int] = []
     for i, pos, end, left in zip(act.tolist(), p.tolist(), e.tolist(), k.tolist(), strict=True):
         if _bodies(buf, pos, end, left, tail_starts, tail_ends):
-            tail_owners += [i] * left
-            tail_lefts += range(left - 1, -1, -1)
+            tail_batches.append(i)
+            tail_counts.append(left)
             framed[i] = True
-    owner = np.concatenate([*owners, np.asarray(tail_owners, np.int64)])
+    tail_count = np.asarray(tail_counts, np.int64)
+    tail_lefts = np.repeat(np.cumsum(tail_count), tail_count) - np.arange(int(tail_count.sum())) - 1
+    owner = np.concatenate([*owners, np.repeat(np.asarray(tail_batches, np.int64), tail_count)])
     keep = framed[owner]
     owner = owner[keep]
     records = np.where(framed, count, 0)
     place = (np.cumsum(records) - records)[owner] + count[owner] - 1 - np.concatenate(
-        [*lefts, np.asarray(tail_lefts, np.int64)])[keep]  # in file order
+        [*lefts, tail_lefts])[keep]  # in file order
     out = []
-    for column in (owner, *(np.concatenate([*c, np.asarray(t, np.int64)])[keep]
+    for column in (owner, *(np.concatenate([*c, np.fromiter(t, np.int64, len(t))])[keep]
                             for c, t in ((starts, tail_starts), (ends, tail_ends)))):
         ordered = np.empty_like(column)
         ordered[place] = column
