@@ -89,6 +89,22 @@ def test_items_are_the_readers_entries(files, walks, request):
     assert runs > 10
 
 
+def test_a_files_value_is_decoded_once_across_its_walks(files, small_walks, monkeypatch):
+    """A file's walks (windows of a KiB here) share their values (``walk.Interned``): a value that comes
+    again in a later walk is not decoded again, and the blocks still hold the reader's records."""
+    lf = classify(files[0])
+    expected = list(iter_entries(lf))
+    decoded = []
+    monkeypatch.setattr(records, "decode_metadata", lambda v: decoded.append(v) or records_decode(v))
+    items = list(iter_items(lf))
+    assert _flat(items) == expected
+    assert len({id(x.decoded) for x in items if type(x) is Block}) > 5  # many walks
+    assert sorted(decoded) == sorted(set(decoded)) and len(decoded) > 1
+
+
+records_decode = records.decode_metadata
+
+
 def test_damaged_files_take_the_readers_way_from_where_the_walk_was_clean(files, small_walks):
     for path in files[-4:-1]:
         items, fast, expected, slow = _both(classify(path))

@@ -13,7 +13,7 @@ from kraftlog.files import storage
 from kraftlog.files import walk as walk_module
 from kraftlog.files.reader import Limits, Region, read_log_stream
 from kraftlog.files.storage import Source
-from kraftlog.files.walk import HEADER_LAYOUT, WINDOW, walk, walk_source
+from kraftlog.files.walk import HEADER_LAYOUT, WINDOW, Interned, walk, walk_source
 from kraftlog.wire.batch import CRC_START, HEADER_SIZE, TIMESTAMP_TYPE_BIT, Record, encode_batch
 from kraftlog.wire.codecs import GZIP
 from kraftlog.wire.crc import crc32c
@@ -267,6 +267,33 @@ def test_windows_smaller_than_a_batch(name, tmp_path):
     (tmp_path / "f.log").write_bytes(buf)
     for window in (HEADER_SIZE, 200, 1000):
         assert by_source(tmp_path / "f.log", Limits(), 5, window=window) == by_reader(buf), window
+
+
+@pytest.mark.parametrize("name", list(ALL_SHAPES))
+@pytest.mark.parametrize("most", [3, 1 << 14])
+def test_walks_sharing_their_pairs_walk_as_the_reader_reads_it(name, most, tmp_path, monkeypatch):
+    """With ``Interned`` a file's walks index one growing list of pairs (a new one once it holds more than
+    ``INTERNED_MAX``): what they give is still what the reader gives, damage too."""
+    buf = ALL_SHAPES[name]
+    (tmp_path / "f.log").write_bytes(buf)
+    monkeypatch.setattr(walk_module, "INTERNED_MAX", most)
+    interned = Interned()
+    with Source(tmp_path / "f.log") as src:
+        got = by_walk(src, Limits(), 5, lambda s, lim, c: walk_source(s, lim, c, window=200, interned=interned))
+    assert got == by_reader(buf)
+
+
+def test_a_pair_keeps_its_index_across_a_files_walks(monkeypatch):
+    buf = _segment(n=60)
+    walks = list(walk(buf, chunk=5, interned=Interned()))
+    assert len(walks) == 12 and all(w.kv is walks[0].kv for w in walks)  # one list, grown
+    pairs = {(None, b"\x01\x14\x00\x00")}
+    assert set(walks[0].kv) == pairs and len(walks[-1].kv) == 1
+    assert all((w.rec_kv == 0).all() for w in walks)
+    monkeypatch.setattr(walk_module, "INTERNED_MAX", 0)  # every walk past the first starts a new list
+    walks = list(walk(buf, chunk=5, interned=Interned()))
+    assert len({id(w.kv) for w in walks}) == 12 and all(w.kv == [(None, b"\x01\x14\x00\x00")] for w in walks)
+    assert [w.kv for w in walk(buf, chunk=5)] == [w.kv for w in walks]  # as walks that share nothing
 
 
 @pytest.mark.skipif(not REAL_METADATA, reason=NO_CORPUS)

@@ -12,7 +12,7 @@ import numpy as np
 
 from kraftlog.files.paths import LogFile
 from kraftlog.files.reader import Limits, Region, read_log_file
-from kraftlog.files.walk import distinct, walk_file
+from kraftlog.files.walk import Interned, distinct, walk_file
 from kraftlog.schema import ControlRecord, MetadataRecord, decode_control, decode_metadata
 from kraftlog.schema.metadata import BY_TYPE_NAME
 from kraftlog.wire.batch import CONTROL_BIT, LOG_OVERHEAD
@@ -109,7 +109,8 @@ def _walked(lf: LogFile, limits: Limits, start: int, until: int | None):
     end = 1 << 62 if until is None else until
     want = None if start <= 0 and until is None else [(max(start, 0), end)]
     resume = 0
-    walks = walk_file(lf.path, limits, want)
+    interned, values = Interned(), _Values()
+    walks = walk_file(lf.path, limits, want, interned=interned)
     try:
         while True:
             try:
@@ -126,20 +127,54 @@ def _walked(lf: LogFile, limits: Limits, start: int, until: int | None):
                     or w.errors[:stop].count(None) != stop):
                 return resume
             if stop < w.count:
-                yield from _blocks(w, stop, start)
+                yield from _blocks(w, stop, start, values)
                 return None
-            yield from _blocks(w, stop, start)
+            yield from _blocks(w, stop, start, values)
             if w.count:
                 resume = int(w.positions[-1]) + int(h["batchLength"][-1]) + LOG_OVERHEAD
+            del w, h, base  # not held while the next walk is made (a command's memory: one walk's columns)
     finally:
         walks.close()  # the file, at once
 
 
-def _blocks(w, stop: int, start: int) -> Iterator[Block]:
+class _Values:
+    """The records of a file's metadata values (its walks' ``Interned`` pairs, by index), each decoded
+    once per file (``decode_metadata``, whose cache shares a record across files), and which are NoOps:
+    a file's walks are windows of it, and most values of one come again in the next ones."""
+
+    __slots__ = ("kv", "records", "done", "no_op")
+
+    def __init__(self) -> None:
+        self.kv: list | None = None  # the pairs the records are of
+        self.records: list = []  # by index into ``kv`` (None: not decoded)
+        self.done = np.zeros(0, bool)
+        self.no_op = np.zeros(0, bool)  # ``is_no_op``
+
+    def of(self, kv: list, ids: np.ndarray) -> tuple[list, np.ndarray]:
+        """The records of the values of ``kv`` at ``ids`` (a null value decodes as an empty one), and
+        which are NoOps."""
+        if kv is not self.kv:  # new pairs (``Interned`` started again)
+            self.kv, self.records, self.done, self.no_op = kv, [], np.zeros(0, bool), np.zeros(0, bool)
+        if len(kv) > len(self.done):
+            grown = max(len(kv), 2 * len(self.done))
+            self.done, self.no_op = (np.concatenate([a, np.zeros(grown - len(a), bool)]) for a in (self.done, self.no_op))
+            self.records += [None] * (grown - len(self.records))
+        records = self.records
+        need = ids[~self.done[ids]]
+        if len(need):
+            new = [decode_metadata(kv[i][1] or b"") for i in need.tolist()]
+            for i, rec in zip(need.tolist(), new, strict=True):
+                records[i] = rec
+            self.no_op[need] = [is_no_op(rec) for rec in new]
+            self.done[need] = True
+        return list(map(records.__getitem__, ids.tolist())), self.no_op[ids]
+
+
+def _blocks(w, stop: int, start: int, values: _Values) -> Iterator[Block]:
     """The records of a clean walk's first ``stop`` batches at or after ``start``, as ``Block`` columns cut
-    where offsets jump (a block's offsets are consecutive). A metadata value is decoded once per walk, and its
-    record shared across walks and files (``decode_metadata``'s cache); ``decoded`` holds the walk's values the
-    records name (its metadata records, then its control records), nothing else."""
+    where offsets jump (a block's offsets are consecutive). A metadata value is decoded once per file
+    (``values``), and its record shared across files (``decode_metadata``'s cache); ``decoded`` holds the
+    walk's values the records name (its metadata records, then its control records), nothing else."""
     keep = (w.rec_batch < stop) & (w.rec_offset >= start)
     batch, offsets = w.rec_batch[keep], w.rec_offset[keep]
     if not len(batch):
@@ -150,10 +185,10 @@ def _blocks(w, stop: int, start: int) -> Iterator[Block]:
     # (``decoded`` in this order)
     slots, kv = distinct(w.rec_kv[keep] + n * control, 2 * n)
     metadata, controls = slots[slots < n], slots[slots >= n] - n
-    records = list(map(decode_metadata, [w.kv[k][1] or b"" for k in metadata.tolist()]))
+    records, no_op_values = values.of(w.kv, metadata)
     decoded = records + [_control(*w.kv[k]) for k in controls.tolist()]
-    no_op = np.zeros(len(slots), bool)  # ``is_no_op``: these are MetadataRecords
-    no_op[:len(records)] = [rec.api_key == _NO_OP_API_KEY and rec.error is None for rec in records]
+    no_op = np.zeros(len(slots), bool)
+    no_op[:len(records)] = no_op_values
     active = ~no_op[kv]
     timestamps = w.rec_timestamp[keep]
     epochs = w.header["partitionLeaderEpoch"][batch].astype(np.int64)

@@ -76,7 +76,8 @@ _ATTRS = {sc.name: re.sub(r"([A-Z])", r"_\1", sc.name).lower() for sc in BatchHe
 class Walk:
     """A file as columns. Per batch: header fields by ``BatchHeader`` name, ``crc_valid`` and
     ``errors``. Per record, in file order: ``rec_batch`` (index of its batch), ``rec_offset``,
-    ``rec_timestamp`` and ``rec_kv``, an index into ``kv``, the distinct (key, value) pairs."""
+    ``rec_timestamp`` and ``rec_kv``, an index into ``kv``, the distinct (key, value) pairs (with
+    ``Interned``, those of the file's walks so far: pairs this walk does not name too)."""
 
     positions: np.ndarray
     header: dict[str, np.ndarray]
@@ -94,12 +95,34 @@ class Walk:
         return len(self.positions)
 
 
-class _Records:
-    """Records collected batch by batch (lists) and as columns (``parts``), beside the vectorised
-    one-record batches; their (key, value) pairs interned, so that a value repeated in a walk is
-    decoded and looked up once."""
+#: Pairs an ``Interned`` holds before the next walk starts a new one.
+INTERNED_MAX = 1 << 14
+
+
+class Interned:
+    """The distinct (key, value) pairs of a file's walks so far, shared by them (``walk_file``'s
+    ``interned``): a pair an earlier walk held keeps its index in the later ones, so that what is made
+    of a value (its decoded record) is made once per file, not once per window of it. ``kv`` only grows,
+    so a walk's indices stay valid; a walk that starts with more than ``INTERNED_MAX`` pairs held
+    starts new ones (the walks before keep theirs)."""
+
+    __slots__ = ("ids", "kv")
 
     def __init__(self) -> None:
+        self.ids: dict[bytes | tuple[bytes | None, bytes | None], int] = {}  # as ``_Records.ids``
+        self.kv: list[tuple[bytes | None, bytes | None]] = []
+
+    def restart(self) -> None:
+        if len(self.ids) > INTERNED_MAX:
+            self.ids, self.kv = {}, []
+
+
+class _Records:
+    """Records collected batch by batch (lists) and as columns (``parts``), beside the vectorised
+    one-record batches; their (key, value) pairs interned, so that a value repeated in a walk (in a
+    file's walks, with ``Interned``) is decoded and looked up once."""
+
+    def __init__(self, interned: Interned | None = None) -> None:
         self.batch: list[int] = []
         self.offset: list[int] = []
         self.timestamp: list[int] = []
@@ -107,8 +130,9 @@ class _Records:
         #: (batch, offset, timestamp, kv) columns of records read as columns
         self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         #: (key, value) -> index into ``Walk.kv``; a null key's pair by its value (bytes) alone (``pairs``)
-        self.ids: dict[bytes | tuple[bytes | None, bytes | None], int] = {}
-        self.keyed = False  # whether ``ids`` holds a (key, value) tuple
+        self.ids: dict[bytes | tuple[bytes | None, bytes | None], int] = {} if interned is None else interned.ids
+        self.interned = interned
+        self.keyed = False  # whether ``ids`` holds a (key, value) tuple of this walk
 
     def intern(self, pairs) -> list[int]:
         ids = self.ids
@@ -128,10 +152,14 @@ class _Records:
         return interned[np.cumsum(new)[first] - 1]
 
     def pairs(self) -> list[tuple[bytes | None, bytes | None]]:
-        """The distinct (key, value) pairs, by index."""
-        if not self.keyed:
-            return list(zip(itertools.repeat(None), self.ids))
-        return [k if type(k) is tuple else (None, k) for k in self.ids]
+        """The distinct (key, value) pairs, by index (with ``Interned``, its ``kv`` with this walk's new ones)."""
+        if self.interned is None:
+            kv, new = [], self.ids
+        else:  # the pairs ``kv`` does not list yet, the last ones of ``ids``
+            kv = self.interned.kv
+            new = list(itertools.islice(reversed(self.ids), len(self.ids) - len(kv)))[::-1]
+        kv += zip(itertools.repeat(None), new) if not self.keyed else [k if type(k) is tuple else (None, k) for k in new]
+        return kv
 
     def add(self, batch_index: int, records) -> None:
         self.batch += [batch_index] * len(records)
@@ -254,19 +282,21 @@ WINDOW = 64 << 20
 
 
 def walk(buf: "bytes | Source", limits: Limits = Limits(), chunk: int = 1 << 18,
-         want: list[tuple[int, int]] | None = None) -> Iterator[Walk]:
+         want: list[tuple[int, int]] | None = None, interned: Interned | None = None) -> Iterator[Walk]:
     """Every batch, record and unreadable region of one file's bytes, in file order, in walks of
     about ``chunk`` batches (so a 1 GiB segment never becomes one set of columns). With ``want``
     (sorted, disjoint offset intervals) only batches that reach into one have their records read:
-    an empty list walks headers and CRCs only. A ``Source`` is read in windows (``walk_source``)."""
+    an empty list walks headers and CRCs only. A ``Source`` is read in windows (``walk_source``). With
+    ``interned`` the walks' ``kv`` are the file's pairs so far (``Interned``)."""
     if isinstance(buf, Source):
-        yield from walk_source(buf, limits, chunk, want)
+        yield from walk_source(buf, limits, chunk, want, interned=interned)
         return
-    yield from _walk(buf, limits, chunk, want)
+    yield from _walk(buf, limits, chunk, want, interned=interned)
 
 
 def walk_source(src: Source, limits: Limits = Limits(), chunk: int = 1 << 18,
-                want: list[tuple[int, int]] | None = None, window: int = WINDOW) -> Iterator[Walk]:
+                want: list[tuple[int, int]] | None = None, window: int = WINDOW,
+                interned: Interned | None = None) -> Iterator[Walk]:
     """``walk`` over a file read in windows of ``window`` bytes, each walked up to the last whole
     batch in it (the next window starts there), with the file's positions; what the fast loop
     hands to the reader is read from the file, past the window if need be; a window holds at least
@@ -280,7 +310,8 @@ def walk_source(src: Source, limits: Limits = Limits(), chunk: int = 1 << 18,
             _, length, _, magic = _PREFIX.unpack_from(buf) if len(buf) >= HEADER_SIZE else (0, 0, 0, 0)
             if magic == 2 and len(buf) < length + LOG_OVERHEAD <= limits.max_batch_bytes:
                 buf = _read(src, start, min(length + LOG_OVERHEAD, src.size - start))
-            start += yield from _walk(buf, limits, chunk, want, src, start)
+            start += yield from _walk(buf, limits, chunk, want, src, start, interned)
+            del buf  # not held while the next window is read
         src.check()
     finally:
         src.close()
@@ -318,11 +349,11 @@ class _Local:
 
 
 def walk_file(path: "str | os.PathLike", limits: Limits = Limits(), want: list[tuple[int, int]] | None = None,
-              chunk: int = 8192, window: int = 1 << 20) -> Iterator[Walk]:
+              chunk: int = 8192, window: int = 1 << 20, interned: Interned | None = None) -> Iterator[Walk]:
     """``walk_source`` over a local file opened as the reader opens it (``reader.open_regular``: an
     ``OSError`` for one that is not a regular file), read as the reader reads it. The defaults keep
     a command's memory near the reader's: a MiB of the file, a few MB of columns."""
-    yield from walk_source(_Local(open_regular(path)), limits, chunk, want, window)
+    yield from walk_source(_Local(open_regular(path)), limits, chunk, want, window, interned)
 
 
 def _crosses(buf: bytes, pos: int, limits: Limits) -> bool:
@@ -336,7 +367,7 @@ def _crosses(buf: bytes, pos: int, limits: Limits) -> bool:
 
 
 def _walk(buf: bytes, limits: Limits, chunk: int, want: list[tuple[int, int]] | None, src: Source | None = None,
-          base: int = 0):
+          base: int = 0, interned: Interned | None = None):
     """``walk`` over ``buf``; with ``src``, ``buf`` is the window of ``src`` at ``base``: the walk
     stops before a batch the window cuts (unless it is the file's end) and returns where it stopped,
     the reader's slow path reads from ``src``, and positions are the file's."""
@@ -355,7 +386,9 @@ def _walk(buf: bytes, limits: Limits, chunk: int, want: list[tuple[int, int]] | 
             header = {name: col[:k] for name, col in header.items()}
         n = len(positions)
         w = Walk(positions, header, np.ones(n, bool), [None] * n)
-        slow = _Records()
+        if interned is not None:
+            interned.restart()
+        slow = _Records(interned)
         _fast_records(buf, w, slow, limits, _wanted(header, want))
         cut = not final and not bad.size and found < chunk and _crosses(buf, stop, limits)
         if not cut and (stop < len(buf) and found < chunk or bad.size):
@@ -580,21 +613,23 @@ def _frame(buf: bytes, first: np.ndarray, last: np.ndarray, count: np.ndarray
             act, p, e, k = act[more], p[more], e[more], k[more]
     tail_starts: list[int] = []
     tail_ends: list[int] = []
-    tail_owners: list[int] = []
-    tail_lefts: list[int] = []
+    tail_batches: list[int] = []  # the batches framed by ``_bodies``, and their records framed so
+    tail_counts: list[int] = []
     for i, pos, end, left in zip(act.tolist(), p.tolist(), e.tolist(), k.tolist(), strict=True):
         if _bodies(buf, pos, end, left, tail_starts, tail_ends):
-            tail_owners += [i] * left
-            tail_lefts += range(left - 1, -1, -1)
+            tail_batches.append(i)
+            tail_counts.append(left)
             framed[i] = True
-    owner = np.concatenate([*owners, np.asarray(tail_owners, np.int64)])
+    tail_count = np.asarray(tail_counts, np.int64)
+    tail_lefts = np.repeat(np.cumsum(tail_count), tail_count) - np.arange(int(tail_count.sum())) - 1
+    owner = np.concatenate([*owners, np.repeat(np.asarray(tail_batches, np.int64), tail_count)])
     keep = framed[owner]
     owner = owner[keep]
     records = np.where(framed, count, 0)
     place = (np.cumsum(records) - records)[owner] + count[owner] - 1 - np.concatenate(
-        [*lefts, np.asarray(tail_lefts, np.int64)])[keep]  # in file order
+        [*lefts, tail_lefts])[keep]  # in file order
     out = []
-    for column in (owner, *(np.concatenate([*c, np.asarray(t, np.int64)])[keep]
+    for column in (owner, *(np.concatenate([*c, np.fromiter(t, np.int64, len(t))])[keep]
                             for c, t in ((starts, tail_starts), (ends, tail_ends)))):
         ordered = np.empty_like(column)
         ordered[place] = column
