@@ -72,6 +72,10 @@ REMOVED_KEPT: int | None = TOP_PARTITIONS
 #: Records that change partitions only: no config, broker or epoch a partition's health reads.
 _PARTITION_KINDS = frozenset({"PARTITION_RECORD", "PARTITION_CHANGE_RECORD"})
 _NO_FLAGS = (False,) * len(HEALTH)  # a partition that is not there
+#: ``health``'s flags by the number folds give them (bit i: flag i of HEALTH), and the number of each.
+_FLAG_TUPLES = [tuple(bool(n >> i & 1) for i in range(len(HEALTH))) for n in range(1 << len(HEALTH))]
+_FLAG_NUMBERS = {flags: n for n, flags in enumerate(_FLAG_TUPLES)}
+_FLAG_BITS = np.arange(len(HEALTH))
 _OTHER, _NOOP, _CHANGE = 0, 1, 2  # what a record of a ``Block`` is to ``add_records``
 #: Whether ISRs of brokers 0.._MASK_BITS-1 are compared as bits (``_isr_masks``; tests compare both ways).
 MASKED_ISRS = True
@@ -80,8 +84,8 @@ _REGISTRY_MAX = 1 << 18  # partitions and ISRs named by number in folds, before 
 #: A held partition's columns (``_Walker.cols``): its state's leader and ISR (by number), its track's, its
 #: replicas, ELR set, topic (by number), epochs, health flags, and the churn its track has not been told yet.
 (_LEADER, _ISR, _TRACK_LEADER, _TRACK_ISR, _REPLICAS, _ELR, _TOPIC, _LEADER_EPOCH, _PARTITION_EPOCH) = range(9)
-_FLAGS = slice(9, 9 + len(HEALTH))
-_CHURN = slice(_FLAGS.stop, _FLAGS.stop + 4)  # leader changes, shrinks, expands, unclean
+_FLAGS = 9  # the HEALTH flags as bits (``_FLAG_TUPLES``)
+_CHURN = slice(_FLAGS + 1, _FLAGS + 5)  # leader changes, shrinks, expands, unclean
 #: The partition's open cell, the one its last counted change went to, not yet in its track: bucket index (-1:
 #: none), then ``Cell``'s fields in order.
 _CELL = slice(_CHURN.stop, _CHURN.stop + 11)
@@ -187,7 +191,7 @@ class _Walker:
         self.min_isr_era = 0  # one more each time ``min_isrs`` is forgotten
         self.topic_min_isr = np.zeros((0, 2), np.int64)  # topic number -> min ISR and the era it is of
         self.values: list | None = None  # the walk whose values ``value_kinds`` describes
-        self.value_kinds = np.zeros((0, 5), np.int64)  # per value of ``values``: kind, key, leader, ISR, passed
+        self.value_kinds = np.zeros((5, 0), np.int64)  # of the values of ``values``: kinds, keys, leaders, ISRs, passed
         self.told = _Told()  # the kinds of records told before
         self.key_codes: dict[tuple[str, int], int] = {}  # partition -> its number in folds
         self.keys: list[tuple[str, int]] = []
@@ -350,9 +354,9 @@ class _Walker:
                 self.skipped.clear()
                 self.told = _Told()
             self.values = run.decoded
-            self.value_kinds = self.told.kinds(run.decoded, self._kind)
-        table = self.value_kinds[run.kv]
-        return table[:, 0], table[:, 1], table[:, 2], table[:, 3], table[:, 4]
+            self.value_kinds = np.ascontiguousarray(self.told.kinds(run.decoded, self._kind).T)
+        kind, key, leader, isr, passed = self.value_kinds[:, run.kv]  # (each a row: contiguous)
+        return kind, key, leader, isr, passed
 
     def _kind(self, rec: Any) -> tuple[int, int, int, int, int]:
         if type(rec) is not MetadataRecord or rec.error is not None:  # (None: a walk's value no record names)
@@ -545,7 +549,7 @@ class _Walker:
             rows.append((part["leader"], self._isr_code(isr) if isr_code is None else isr_code, track.leader,
                          self._isr_code(track.isr) if track_isr is None else track_isr, len(part["replicas"]),
                          bool(part["eligibleLeaderReplicas"]), topic_code, part[LEADER_EPOCH], part[PARTITION_EPOCH],
-                         *old, 0, 0, 0, 0, *_NO_CELL, self.cells.number(track)))
+                         _FLAG_NUMBERS[old], 0, 0, 0, 0, *_NO_CELL, self.cells.number(track)))
         if taken:
             while len(self.free) < len(taken):
                 grown = max(len(self.cols), 256)
@@ -587,7 +591,7 @@ class _Walker:
             track.unclean += unclean
             if leader_of.get(key) != leader:
                 self._lead(key, leader)
-            health[key] = tuple(map(bool, row[_FLAGS]))
+            health[key] = _FLAG_TUPLES[row[_FLAGS]]
         self.slot_of[codes] = self.code_of[slots] = -1
         self.free += slots.tolist()
 
@@ -686,18 +690,22 @@ class _Walker:
         stretch), grouped by partition (``held``: their numbers, ascending): each field carried forward from
         the partition's state held in ``cols`` (``merge_partition``), the track's leader and ISR before each
         record, its health flags after; ``cols`` left as the last record leaves the partition."""
-        order = np.argsort(key, kind="stable")  # by partition, each in log order
+        order = key.argsort(kind="stable")  # by partition, each in log order
         m = len(order)
         codes = key[order]
-        head = np.ones(m, bool)
-        head[1:] = codes[1:] != codes[:-1]
-        group = np.cumsum(head) - 1  # the partition's index in ``held``
-        starts = np.flatnonzero(head)
-        ends = np.append(starts[1:], m) - 1
+        head = np.empty(m, bool)
+        head[0] = True
+        np.not_equal(codes[1:], codes[:-1], out=head[1:])
+        group = head.cumsum()
+        group -= 1  # the partition's index in ``held``
+        starts = head.nonzero()[0]
+        ends = np.empty_like(starts)
+        ends[:-1] = starts[1:] - 1
+        ends[-1] = m - 1
         slots = self.slot_of[held]
         numbers = self.cols[slots]
         (seed_leader, seed_isr, track_leader, track_isr, replicas, elr, topic, leader_epoch,
-         partition_epoch) = numbers[:, :_FLAGS.start].T
+         partition_epoch) = numbers[:, :_FLAGS].T
         new_leader, leader_set = _carried(leader[order], NO_LEADER_CHANGE, head, group, seed_leader)
         new_isr, _ = _carried(isr[order], -1, head, group, seed_isr)
         was_leader = np.empty(m, np.int64)
@@ -711,9 +719,7 @@ class _Walker:
         flags = self._flags(new_leader, sizes, topic[group], replicas[group], elr[group])
         before = np.empty_like(flags)
         before[1:] = flags[:-1]
-        before[starts] = numbers[:, _FLAGS].astype(bool)
-        delta = np.empty((m, len(HEALTH)), np.int64)
-        delta[order] = flags.astype(np.int64) - before  # in log order
+        before[starts] = numbers[:, _FLAGS]
         # what the track sees (``_partition``)
         moved = new_leader != was_leader
         changed = moved | (new_isr != was_isr)
@@ -722,26 +728,26 @@ class _Walker:
         # the image (``merge_partition`` of each in turn: the last value set, an epoch bump per record)
         bumps = np.cumsum(leader_set)
         epoch_after = bumps - (bumps - leader_set)[starts][group]  # leader epoch bumps up to each record
-        fields = (moved, shrank, grew, unclean)
+        churn = np.empty((4, m), np.int64)  # (rows: each contiguous)
+        churn[0], churn[1], churn[2], churn[3] = moved, shrank, grew, unclean
         cols = self.cols
         cols[slots, _LEADER] = cols[slots, _TRACK_LEADER] = new_leader[ends]  # the track's too: as it was if
         cols[slots, _ISR] = cols[slots, _TRACK_ISR] = new_isr[ends]  # no record moved it
         cols[slots, _LEADER_EPOCH] = epoch_after[ends] + leader_epoch
         cols[slots, _PARTITION_EPOCH] = ends - starts + 1 + partition_epoch
         cols[slots, _FLAGS] = flags[ends]
-        cols[slots, _CHURN] += np.add.reduceat(np.stack(fields, axis=1).astype(np.int64), starts)
+        cols[slots, _CHURN] += np.add.reduceat(churn, starts, axis=1).T
         at = rows[order]  # sorted row -> its place in the stretch
-        codes = held.tolist()
         self._fold_events(at, moved, was_leader, new_leader, leader_epoch[group] + epoch_after, unclean, offsets, ts,
-                          group, codes)
-        self._fold_cells(at, changed & (slot[at] >= 0), group, slot, offsets, ts, sizes, new_leader, fields, codes,
-                         held, buckets)
-        self._fold_health(rows, delta, offsets, ts, slot, buckets)
+                          group, held)
+        self._fold_cells(at, changed & (slot[at] >= 0), group, slot, offsets, ts, sizes, new_leader, churn, held,
+                         buckets)
+        self._fold_health(rows, order, flags, before, offsets, ts, slot, buckets)
 
     def _flags(self, leader: np.ndarray, sizes: np.ndarray, topic: np.ndarray, replicas: np.ndarray,
                elr: np.ndarray) -> np.ndarray:
-        """``_set_health``'s flags (a row of HEALTH each) of partitions given as columns: leader, ISR size,
-        topic (by number), replicas and whether an ELR is set."""
+        """``_set_health``'s flags (each a number: ``_FLAG_TUPLES``) of partitions given as columns: leader, ISR
+        size, topic (by number), replicas and whether an ELR is set."""
         live = leader >= 0
         unavailable = np.zeros(len(leader), bool)
         leaders = _distinct(leader[live]).tolist()
@@ -757,7 +763,12 @@ class _Walker:
             told = _distinct(topic[stale])
             known[told, 0] = [self._topic_min_isr(self.topic_ids[t]) for t in told.tolist()]
             known[told, 1] = era
-        return np.stack([~live, unavailable, sizes < known[topic, 0], sizes < replicas, elr.astype(bool)], axis=1)
+        flags = (sizes < replicas) << 3  # (HEALTH's order, as ``_set_health``'s)
+        flags |= unavailable << 1
+        flags |= (sizes < known[topic, 0]) << 2
+        flags |= (elr != 0) << 4
+        flags |= ~live
+        return flags
 
     def _recheck_held(self, broker: int) -> None:
         """``_recheck`` of the held partitions ``broker`` leads, in ``cols``."""
@@ -770,13 +781,15 @@ class _Walker:
         held = self.cols[rows]
         flags = self._flags(held[:, _LEADER], self._isr_sizes()[held[:, _ISR]], held[:, _TOPIC], held[:, _REPLICAS],
                             held[:, _ELR])
-        delta = flags.astype(np.int64) - held[:, _FLAGS]
-        if delta.any():
-            self.health_counts = tuple(map(operator.add, self.health_counts, delta.sum(axis=0).tolist()))
+        old = held[:, _FLAGS]
+        moved = flags != old
+        if moved.any():
+            delta = (_unpacked(flags[moved]) - _unpacked(old[moved])).sum(axis=0)
+            self.health_counts = tuple(map(operator.add, self.health_counts, delta.tolist()))
             self.cols[rows, _FLAGS] = flags
             self.health_moved = True
 
-    def _fold_events(self, at, moved, was, leader, epoch, unclean, offsets, ts, group, codes) -> None:
+    def _fold_events(self, at, moved, was, leader, epoch, unclean, offsets, ts, group, held) -> None:
         """The leader changes as ``_partition`` notes them, in log order (only those the model keeps made,
         from copies of their own fields: ``Capped`` may make them later)."""
         moves = at[moved]
@@ -787,43 +800,51 @@ class _Walker:
         picked = [x[moved][order] for x in (was, leader, epoch, unclean)]
         g = group[moved][order]
         mover, g = np.unique(g, return_inverse=True)
-        named = [(self.held[c][3], self.keys[c]) for c in (codes[x] for x in mover.tolist())]  # track, key
+        named = list(map(self.held.__getitem__, held[mover].tolist()))  # (key, partitions, state, track, led by)
         picked += [offsets[moves], ts[moves], g.ravel()]
 
         def events(lo: int, hi: int) -> list[Event]:
-            return [Event(o, t, "leader", named[x][0].name, f"leader {old} -> {new}, leader epoch {le}"
-                          f"{' UNCLEAN (not in the old ISR)' if bad else ''}", new, named[x][1])
+            return [Event(o, t, "leader", named[x][3].name, f"leader {old} -> {new}, leader epoch {le}"
+                          f"{' UNCLEAN (not in the old ISR)' if bad else ''}", new, named[x][0])
                     for old, new, le, bad, o, t, x in zip(*(y[lo:hi].tolist() for y in picked), strict=True)]
 
         self.model.leader_events.add_many(len(moves), events)
 
-    def _fold_cells(self, at, counted, group, slot, offsets, ts, sizes, leader, fields, codes, held_codes,
-                    buckets) -> None:
+    def _fold_cells(self, at, counted, group, slot, offsets, ts, sizes, leader, churn, held_codes, buckets) -> None:
         """The churn of each record that moved its track, counted in its bucket and its cell (records of
         one partition and bucket at once): a partition's last cell is kept open in ``cols`` while its
         changes stay in that bucket, so a cell is made once, not once per stretch."""
-        sel = np.flatnonzero(counted)  # sorted rows, by partition then log order
+        sel = counted.nonzero()[0]  # sorted rows, by partition then log order
         if not len(sel):
             return
         where = slot[at[sel]]
-        moved, shrank, grew, _ = (f[sel].astype(np.int64) for f in fields)
-        for idx in _distinct(where).tolist():
-            mine = where == idx
-            bucket = buckets[idx]
-            bucket.leader_changes += int(moved[mine].sum())
-            bucket.isr_shrinks += int(shrank[mine].sum())
-            bucket.isr_expands += int(grew[mine].sum())
+        counts = churn[:3, sel]  # leader changes, shrinks, expands
         g = group[sel]
-        order = np.lexsort((sel, where, g))  # by partition, bucket, then log order
-        sel, where, g = sel[order], where[order], g[order]
-        moved, shrank, grew = moved[order], shrank[order], grew[order]
-        first = np.flatnonzero(np.concatenate([[True], (g[1:] != g[:-1]) | (where[1:] != where[:-1])]))
-        last = np.append(first[1:], len(sel)) - 1
+        if (where == where[0]).all():  # most stretches: one bucket (rows then by partition, bucket and log order)
+            sums = {int(where[0]): counts.sum(axis=1).tolist()}
+        else:
+            sums = {idx: counts[:, where == idx].sum(axis=1).tolist() for idx in _distinct(where).tolist()}
+            order = np.lexsort((sel, where, g))  # by partition, bucket, then log order
+            sel, where, g, counts = sel[order], where[order], g[order], counts[:, order]
+        for idx, (moved, shrank, grew) in sums.items():
+            bucket = buckets[idx]
+            bucket.leader_changes += moved
+            bucket.isr_shrinks += shrank
+            bucket.isr_expands += grew
+        n = len(sel)
+        edge = np.empty(n + 1, bool)  # where a (partition, bucket) starts, and the end
+        edge[0] = edge[n] = True
+        np.not_equal(g[1:], g[:-1], out=edge[1:n])
+        edge[1:n] |= where[1:] != where[:-1]
+        bounds = edge.nonzero()[0]
+        first, last = bounds[:-1], bounds[1:] - 1
         f, z = sel[first], sel[last]
         g, where = g[first], where[first]
-        cells = np.stack([where, offsets[at[f]], ts[at[f]], offsets[at[z]], ts[at[z]], sizes[z],
-                          np.minimum.reduceat(sizes[sel], first), leader[z],
-                          *(np.add.reduceat(x, first) for x in (moved, shrank, grew))], axis=1)
+        af, az = at[f], at[z]
+        cells = np.empty((len(first), _CELL.stop - _CELL.start), np.int64)  # (``_NO_CELL``'s fields)
+        cells[:, 0], cells[:, 1], cells[:, 2], cells[:, 3], cells[:, 4] = where, offsets[af], ts[af], offsets[az], ts[az]
+        cells[:, 5], cells[:, 6], cells[:, 7] = sizes[z], np.minimum.reduceat(sizes[sel], first), leader[z]
+        cells[:, 8:] = np.add.reduceat(counts, first, axis=1).T
         cols, numbers = self.cols, held_codes[g]
         slots = self.slot_of[numbers]
         if ((g[1:] == g[:-1]) & (f[1:] < z[:-1])).any():  # a partition's buckets not one after another in time
@@ -833,9 +854,11 @@ class _Walker:
             return
         # each partition's first cell here goes on with its open one if in the same bucket; the others before its
         # last are put in its track (the open one first); the last stays open
-        head = np.concatenate([[True], g[1:] != g[:-1]])
-        tail = np.append(head[1:], True)
-        start = np.flatnonzero(head)
+        head = np.empty(len(g) + 1, bool)  # a partition's first cell here (and the end)
+        head[0] = head[-1] = True
+        np.not_equal(g[1:], g[:-1], out=head[1:-1])
+        tail = head[1:]
+        start = head[:-1].nonzero()[0]
         opened = cols[slots[start], _CELL.start]
         same = opened == where[start]
         on = start[same]
@@ -845,7 +868,7 @@ class _Walker:
             cells[on, 6] = np.minimum(cells[on, 6], cols[rows, _CELL.start + 6])
             cells[on, 8:] += cols[rows, _CELL.start + 8:_CELL.stop]
         self._close_cells(numbers[start[(opened >= 0) & ~same]].tolist())
-        put = np.flatnonzero(~tail)
+        put = (~tail).nonzero()[0]
         self.cells.put(cols[slots[put], _TRACK_NO], cells[put])
         cols[slots[tail], _CELL] = cells[tail]
 
@@ -856,12 +879,18 @@ class _Walker:
         self.cells.put(cols[slots, _TRACK_NO], cols[slots, _CELL])
         cols[slots, _CELL.start] = -1
 
-    def _fold_health(self, rows, delta, offsets, ts, slot, buckets) -> None:
-        """``_health_moved`` after each record that moved a partition's flags, in log order."""
-        moved = np.flatnonzero((delta != 0).any(axis=1))
+    def _fold_health(self, rows, order, after, before, offsets, ts, slot, buckets) -> None:
+        """``_health_moved`` after each record that moved a partition's flags (``after``, ``before``: sorted as
+        ``order`` sorts the records), in log order."""
+        sorted_at = np.empty_like(order)  # record (in log order) -> its place sorted
+        sorted_at[order] = np.arange(len(order))
+        moved = (after != before)[sorted_at].nonzero()[0]  # in log order
         if not len(moved):
             return
-        counts = np.cumsum(delta[moved], axis=0) + np.asarray(self.health_counts, np.int64)  # after each that moved
+        at = sorted_at[moved]
+        counts = _unpacked(after[at]) - _unpacked(before[at])
+        counts[0] += self.health_counts
+        counts.cumsum(axis=0, out=counts)  # after each that moved
         self.health_counts = self.shown_health = tuple(counts[-1].tolist())
         at = rows[moved]
         kept = (offsets[at], ts[at], counts)  # copies: ``Capped`` may make the items later
@@ -1347,18 +1376,23 @@ def _tally(counter, kinds: np.ndarray) -> None:
     """Count the records of ``kinds`` (a fold's) in ``counter`` by type, a type first met first."""
     if not len(kinds):
         return
-    counts = np.bincount(kinds)
-    met = np.flatnonzero(counts).tolist()
-    if len(met) > 1:
+    counts = np.bincount(kinds).tolist()
+    met = [code for code, count in enumerate(counts) if count]
+    if sum(_NAMES[code] not in counter for code in met) > 1:  # (the order of types the counter has is theirs)
         met.sort(key=lambda code: int(np.argmax(kinds == code)))
     for code in met:
-        counter[_NAMES[code]] += int(counts[code])
+        counter[_NAMES[code]] += counts[code]
 
 
 def _keeps_min_isr(rec: Any, kind: str) -> bool:
     """Whether the record leaves every min ISR as it was: one of ``_KEEPS_MIN_ISR``, or a config of another key
     (a ConfigRecord sets or deletes its one key: ``state.configs``)."""
     return rec.error is None and (kind in _KEEPS_MIN_ISR or (kind == "CONFIG_RECORD" and rec.data.get("name") != MIN_ISR))
+
+
+def _unpacked(flags: np.ndarray) -> np.ndarray:
+    """Flags numbered as ``_FLAG_TUPLES`` as rows of 0 and 1."""
+    return (flags[:, None] >> _FLAG_BITS) & 1
 
 
 def _min_isr_of(config: dict | None) -> int | None:
