@@ -122,6 +122,7 @@ _NO_OP_KEY, _CONFIG_KEY = BY_TYPE_NAME[NO_OP].api_key, BY_TYPE_NAME["CONFIG_RECO
 #: (``_past_brokers``): they leave their broker as available to lead as it was (registered and unfenced, or
 #: not), or it leads no partition up to them in the stretch.
 _BROKER_CODES = {name: _ASIDE + len(_ASIDE_TYPES) + i for i, name in enumerate(Brokers().handlers())}
+_BROKER_KEYS = frozenset(BY_TYPE_NAME[name].api_key for name in _BROKER_CODES)
 
 
 def collect(source: NodeDir | Log, *, limits: Limits = Limits(), max_buckets: int = MAX_BUCKETS,
@@ -329,8 +330,12 @@ class _Walker:
         kind, key, leader, isr, passed = self._kinds(run)
         a, n = 0, len(run)
         stops: dict[int, np.ndarray] = {}
+        decoded, kv = run.decoded, run.kv
         while a < n:
-            z, held = self._stretch(run, a, kind, key, leader, passed, stops)
+            if kind[a] == _OTHER and (type(rec := decoded[kv[a]]) is not MetadataRecord or rec.api_key not in _BROKER_KEYS):
+                z = a  # (what ``_stretch`` finds for a record of no fold but a broker's)
+            else:
+                z, held = self._stretch(run, a, kind, key, leader, passed, stops)
             if z > a:
                 self._fold(run, a, z, kind[a:z], key[a:z], leader[a:z], isr[a:z], held)
                 a = z
