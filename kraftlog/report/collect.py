@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -212,6 +213,7 @@ class _Walker:
         self.cols = np.zeros((0, _WIDTH), np.int64)
         self.slot_of = np.zeros(0, np.int64)  # partition number -> its row in ``cols`` (-1: not held)
         self.code_of = np.zeros(0, np.int64)  # row of ``cols`` -> the partition held there (-1: free)
+        self.slot_held = np.empty(0, object)  # row of ``cols`` -> the ``held`` entry of the partition held there
         self.free: list[int] = []
         self.held: dict[int, tuple] = {}  # number -> (key, its topic's partitions, its state when held, track,
         # its leader in ``leader_of``)
@@ -420,7 +422,8 @@ class _Walker:
         epoch = self.epoch.epoch
         stop = stops.get(epoch)
         if stop is None:
-            stop = stops[epoch] = np.append(np.flatnonzero((kind == _OTHER) | (run.epochs > epoch)), len(kind))
+            found = ((kind[a:] == _OTHER) | (run.epochs[a:] > epoch)).nonzero()[0]  # (from ``a``: the least an
+            stop = stops[epoch] = np.append(found + a, len(kind))  # epoch's calls are given, its first's)
         z = self._past_brokers(run, a, int(stop[np.searchsorted(stop, a)]), stop, kind, leader)
         if z == a:  # a record no fold takes (most calls: one per such record)
             return a, None
@@ -561,10 +564,13 @@ class _Walker:
                 self.free += range(len(self.cols) + grown - 1, len(self.cols) - 1, -1)
                 self.cols = np.concatenate([self.cols, np.zeros((grown, _WIDTH), np.int64)])
                 self.code_of = np.concatenate([self.code_of, np.full(grown, -1, np.int64)])
+                self.slot_held = np.concatenate([self.slot_held, np.empty(grown, object)])
             slots = [self.free.pop() for _ in taken]
             self.cols[slots] = rows
             self.slot_of[taken] = slots
             self.code_of[slots] = taken
+            for slot, code in zip(slots, taken, strict=True):
+                self.slot_held[slot] = self.held[code]
         return codes if len(taken) == len(new) else None
 
     def _release(self, codes: list[int]) -> None:
@@ -803,15 +809,14 @@ class _Walker:
         order = np.argsort(moves)
         moves = moves[order]
         picked = [x[moved][order] for x in (was, leader, epoch, unclean)]
-        g = group[moved][order]
-        mover, g = np.unique(g, return_inverse=True)
-        named = list(map(self.held.__getitem__, held[mover].tolist()))  # (key, partitions, state, track, led by)
-        picked += [offsets[moves], ts[moves], g.ravel()]
+        named = self.slot_held[self.slot_of[held[group[moved][order]]]]  # each move's ``held`` entry (a copy)
+        picked += [offsets[moves], ts[moves]]
 
         def events(lo: int, hi: int) -> list[Event]:
-            return [Event(o, t, "leader", named[x][3].name, f"leader {old} -> {new}, leader epoch {le}"
-                          f"{' UNCLEAN (not in the old ISR)' if bad else ''}", new, named[x][0])
-                    for old, new, le, bad, o, t, x in zip(*(y[lo:hi].tolist() for y in picked), strict=True)]
+            return [Event(o, t, "leader", h[3].name, f"leader {old} -> {new}, leader epoch {le}"
+                          f"{' UNCLEAN (not in the old ISR)' if bad else ''}", new, h[0])
+                    for old, new, le, bad, o, t, h in zip(*(y[lo:hi].tolist() for y in picked), named[lo:hi],
+                                                          strict=True)]
 
         self.model.leader_events.add_many(len(moves), events)
 
@@ -1314,50 +1319,44 @@ class _Walker:
 
 
 class _Told:
-    """The kinds (``_Walker._kind``) of decoded records told before, by the records' ids in a sorted array, so that
-    a walk's values are looked up at once: a record is shared across walks (``decode_metadata``'s cache) and told
-    once while it is here. The records are held, so that their ids are not reused: at most ``_SEEN_MAX``, and
-    then only the last walk's (the next walks' likeliest)."""
+    """The kinds (``_Walker._kind``) of decoded records told before, by the records' ids, so that a walk's values
+    are looked up at once: a record is shared across walks (``decode_metadata``'s cache) and told once while it is
+    here. The records are held, so that their ids are not reused: at most ``_SEEN_MAX``, and then only the last
+    walk's (the next walks' likeliest)."""
 
     def __init__(self) -> None:
-        self.ids = np.zeros(0, np.int64)  # sorted
-        self.rows_of = np.zeros(0, np.int64)  # each id's row in ``rows``
+        self.row_of: dict[int, int] = {}  # id of a record -> its row in ``rows``
         self.rows = np.zeros((0, 5), np.int64)  # kind, key, leader, ISR, passed
         self.held: list = []  # the record of each row
 
     def kinds(self, decoded: list, tell: Callable[[Any], tuple[int, int, int, int, int]]) -> np.ndarray:
         """The row of each of ``decoded``, those not here told (in the order they first come) and kept."""
-        ids = np.fromiter(map(id, decoded), np.int64, len(decoded))
-        numbers = self._find(ids)
+        numbers = self._find(decoded)
         if len(self.held) > _SEEN_MAX:
-            found = np.flatnonzero(numbers >= 0)
-            self.ids, first = np.unique(ids[found], return_index=True)
-            at = found[first]
-            self.held, self.rows = [decoded[i] for i in at.tolist()], self.rows[numbers[at]]
-            self.rows_of = np.arange(len(at))
-            numbers = self._find(ids)
-        new = np.flatnonzero(numbers < 0)
-        if len(new):
-            new_ids, first, inverse = np.unique(ids[new], return_index=True, return_inverse=True)
-            by_first = np.argsort(first)
-            rank = np.empty(len(first), np.int64)
-            rank[by_first] = np.arange(len(first))
-            records = [decoded[i] for i in new[first[by_first]].tolist()]
-            rows = np.asarray([tell(r) for r in records], np.int64).reshape(-1, 5)
-            base = len(self.held)
-            self.held += records
-            self.rows = np.concatenate([self.rows, rows])
-            numbers[new] = base + rank[inverse.ravel()]
-            at = np.searchsorted(self.ids, new_ids)
-            self.ids, self.rows_of = np.insert(self.ids, at, new_ids), np.insert(self.rows_of, at, base + rank)
+            found = (numbers >= 0).nonzero()[0].tolist()
+            kept = {id(decoded[i]): i for i in found}  # (a record twice: its last place)
+            self.held = [decoded[i] for i in kept.values()]
+            self.rows = self.rows[numbers[list(kept.values())]]
+            self.row_of = {record: n for n, record in enumerate(kept)}
+            numbers = self._find(decoded)
+        new = (numbers < 0).nonzero()[0].tolist()
+        if new:
+            row_of, held, rows, told = self.row_of, self.held, [], []
+            for i in new:
+                record = decoded[i]
+                number = row_of.get(id(record))
+                if number is None:
+                    number = row_of[id(record)] = len(held)
+                    held.append(record)
+                    rows.append(tell(record))
+                told.append(number)
+            self.rows = np.concatenate([self.rows, np.asarray(rows, np.int64).reshape(-1, 5)])
+            numbers[new] = told
         return self.rows[numbers]
 
-    def _find(self, ids: np.ndarray) -> np.ndarray:
-        """Each id's row (-1: not here)."""
-        if not len(self.ids):
-            return np.full(len(ids), -1, np.int64)
-        at = np.minimum(np.searchsorted(self.ids, ids), len(self.ids) - 1)
-        return np.where(self.ids[at] == ids, self.rows_of[at], -1)
+    def _find(self, decoded: list) -> np.ndarray:
+        """Each record's row (-1: not here)."""
+        return np.fromiter(map(self.row_of.get, map(id, decoded), repeat(-1)), np.int64, len(decoded))
 
 
 _NAMES = {_NOOP: NO_OP, _CHANGE: CHANGE, **{code: name for name, code in (_ASIDE_CODES | _BROKER_CODES).items()}}
