@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -1319,44 +1318,50 @@ class _Walker:
 
 
 class _Told:
-    """The kinds (``_Walker._kind``) of decoded records told before, by the records' ids, so that a walk's values
-    are looked up at once: a record is shared across walks (``decode_metadata``'s cache) and told once while it is
-    here. The records are held, so that their ids are not reused: at most ``_SEEN_MAX``, and then only the last
-    walk's (the next walks' likeliest)."""
+    """The kinds (``_Walker._kind``) of decoded records told before, by the records' ids in a sorted array, so that
+    a walk's values are looked up at once: a record is shared across walks (``decode_metadata``'s cache) and told
+    once while it is here. The records are held, so that their ids are not reused: at most ``_SEEN_MAX``, and
+    then only the last walk's (the next walks' likeliest)."""
 
     def __init__(self) -> None:
-        self.row_of: dict[int, int] = {}  # id of a record -> its row in ``rows``
+        self.ids = np.zeros(0, np.int64)  # sorted
+        self.rows_of = np.zeros(0, np.int64)  # each id's row in ``rows``
         self.rows = np.zeros((0, 5), np.int64)  # kind, key, leader, ISR, passed
         self.held: list = []  # the record of each row
 
     def kinds(self, decoded: list, tell: Callable[[Any], tuple[int, int, int, int, int]]) -> np.ndarray:
         """The row of each of ``decoded``, those not here told (in the order they first come) and kept."""
-        numbers = self._find(decoded)
+        ids = np.fromiter(map(id, decoded), np.int64, len(decoded))
+        numbers = self._find(ids)
         if len(self.held) > _SEEN_MAX:
-            found = (numbers >= 0).nonzero()[0].tolist()
-            kept = {id(decoded[i]): i for i in found}  # (a record twice: its last place)
-            self.held = [decoded[i] for i in kept.values()]
-            self.rows = self.rows[numbers[list(kept.values())]]
-            self.row_of = {record: n for n, record in enumerate(kept)}
-            numbers = self._find(decoded)
-        new = (numbers < 0).nonzero()[0].tolist()
-        if new:
-            row_of, held, rows, told = self.row_of, self.held, [], []
-            for i in new:
-                record = decoded[i]
-                number = row_of.get(id(record))
-                if number is None:
-                    number = row_of[id(record)] = len(held)
-                    held.append(record)
-                    rows.append(tell(record))
-                told.append(number)
-            self.rows = np.concatenate([self.rows, np.asarray(rows, np.int64).reshape(-1, 5)])
-            numbers[new] = told
+            found = np.flatnonzero(numbers >= 0)
+            self.ids, first = np.unique(ids[found], return_index=True)
+            at = found[first]
+            self.held, self.rows = [decoded[i] for i in at.tolist()], self.rows[numbers[at]]
+            self.rows_of = np.arange(len(at))
+            numbers = self._find(ids)
+        new = np.flatnonzero(numbers < 0)
+        if len(new):
+            new_ids, first, inverse = np.unique(ids[new], return_index=True, return_inverse=True)
+            by_first = np.argsort(first)
+            rank = np.empty(len(first), np.int64)
+            rank[by_first] = np.arange(len(first))
+            records = [decoded[i] for i in new[first[by_first]].tolist()]
+            rows = np.asarray([tell(r) for r in records], np.int64).reshape(-1, 5)
+            base = len(self.held)
+            self.held += records
+            self.rows = np.concatenate([self.rows, rows])
+            numbers[new] = base + rank[inverse.ravel()]
+            at = np.searchsorted(self.ids, new_ids)
+            self.ids, self.rows_of = np.insert(self.ids, at, new_ids), np.insert(self.rows_of, at, base + rank)
         return self.rows[numbers]
 
-    def _find(self, decoded: list) -> np.ndarray:
-        """Each record's row (-1: not here)."""
-        return np.fromiter(map(self.row_of.get, map(id, decoded), repeat(-1)), np.int64, len(decoded))
+    def _find(self, ids: np.ndarray) -> np.ndarray:
+        """Each id's row (-1: not here)."""
+        if not len(self.ids):
+            return np.full(len(ids), -1, np.int64)
+        at = np.minimum(np.searchsorted(self.ids, ids), len(self.ids) - 1)
+        return np.where(self.ids[at] == ids, self.rows_of[at], -1)
 
 
 _NAMES = {_NOOP: NO_OP, _CHANGE: CHANGE, **{code: name for name, code in (_ASIDE_CODES | _BROKER_CODES).items()}}
