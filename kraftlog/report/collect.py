@@ -64,6 +64,9 @@ FAST_NOOPS = True
 FAST_COLUMNS = True
 #: Whether PartitionChangeRecords with ``columns.PASSED`` fields are folded too (tests compare both ways).
 FAST_PASSED = True
+#: Whether a broker record that moves its broker's availability to lead is folded too where its broker leads
+#: partitions up to it in the stretch: their flags are rechecked where it comes (``_flip_rows``; tests compare).
+FOLDED_FLIPS = True
 #: Most records of the blocks ``collect`` joins into one for ``add_records`` (1: none joined; tests).
 JOINED_RECORDS = 1 << 15
 #: Removed partitions kept at most (those of most churn; None: all): the page draws TOP_PARTITIONS,
@@ -204,6 +207,10 @@ class _Walker:
         self.skipped: set[int] = set()  # partitions a fold cannot take until the next record added
         self.passed: list[dict] = []  # a taken change's ``columns.PASSED`` fields, by number
         self.passed_state: dict[int, dict] = {}  # held partition -> its state after the passed fields folded
+        self.flips: list[tuple[int, int]] = []  # the stretch's broker records moving availability: place, broker
+        self.rechecks: tuple[np.ndarray, np.ndarray] | None = None  # the stretch's partitions rechecked at them:
+        # place in the stretch, partition number (``_flip_rows``)
+        self.folding = False  # while a fold applies its asides (their rechecks are the fold's: ``_broker``)
         # Partitions a fold changed hold their state in ``cols`` (by number) until a record that reads it
         # comes (``_release``): the image's state, the track's leader, ISR and churn, ``health`` and
         # ``leader_of`` are written back then, not after each stretch.
@@ -416,6 +423,7 @@ class _Walker:
         """The records from ``a`` up to the first one a fold cannot take (``a``: none), and the partitions
         they change, held (``_hold``), with their passed fields merged (``_merge_passed``). ``stops``: by
         epoch, where the run has records no fold takes below it."""
+        self.flips, self.rechecks = [], None
         if self.epoch is None or self.image.transaction is not None:
             return a, None
         epoch = self.epoch.epoch
@@ -435,11 +443,51 @@ class _Walker:
                 return a, None
             held = self._hold(key[a:z][kind[a:z] == _CHANGE])
             if held is not None:
+                if self.flips and self.flips[0][0] < z and (end := self._flip_rows(a, z, kind, key, leader)) < z:
+                    if end == a:
+                        return a, None
+                    z, held = end, self._hold(key[a:end][kind[a:end] == _CHANGE])  # (held already)
                 cut = self._merge_passed(key, passed, a, z)
+                if cut == a:
+                    return a, None
+                if self.rechecks is not None:
+                    mine = self.rechecks[0] < cut - a
+                    self.rechecks = self.rechecks[0][mine], self.rechecks[1][mine]
+                    # (held already, each of them)
+                    return cut, self._hold(np.concatenate([key[a:cut][kind[a:cut] == _CHANGE], self.rechecks[1]]))
                 if cut == z:
                     return z, held
-                # (held already, each of them)
-                return (cut, self._hold(key[a:cut][kind[a:cut] == _CHANGE])) if cut > a else (a, None)
+                return cut, self._hold(key[a:cut][kind[a:cut] == _CHANGE])
+
+    def _flip_rows(self, a: int, z: int, kind: np.ndarray, key: np.ndarray, leader: np.ndarray) -> int:
+        """For each broker record from ``a`` to ``z`` that moves its broker's availability (``flips``), the
+        partitions its broker may lead where it comes, held, in ``rechecks``: those it led when the stretch began
+        (held or written back) and those a change before it elects. The end: the first such record when one
+        cannot be held or its track does not follow its state (a fold's recheck neither moves nor reads a track)."""
+        flips = [(p, b) for p, b in self.flips if p < z]
+        places, codes = [], []
+        held_rows = self.code_of >= 0
+        for p, b in flips:
+            mine = set(self.code_of[held_rows & (self.cols[:, _LEADER] == b)].tolist())
+            for k in self.led.get(b, ()):
+                code = self.key_codes.get(k)
+                if code is None:
+                    code = self.key_codes[k] = len(self.keys)
+                    self.keys.append(k)
+                mine.add(code)
+            elected = (kind[a:p] == _CHANGE) & (leader[a:p] == b)
+            mine.update(key[a:p][elected].tolist())
+            places += [p - a] * len(mine)
+            codes += sorted(mine)
+        if codes:
+            numbers = np.asarray(codes, np.int64)
+            if self._hold(numbers) is None:
+                return flips[0][0]
+            rows = self.cols[self.slot_of[numbers]]
+            if ((rows[:, _TRACK_LEADER] != rows[:, _LEADER]) | (rows[:, _TRACK_ISR] != rows[:, _ISR])).any():
+                return flips[0][0]
+            self.rechecks = np.asarray(places, np.int64), numbers
+        return z
 
     def _merge_passed(self, key: np.ndarray, passed: np.ndarray, a: int, z: int) -> int:
         """``merge_partition`` of the passed fields of records ``a``..``z`` (held partitions), each on its
@@ -484,8 +532,11 @@ class _Walker:
                 handlers[rec.type](rec.data)
             except REFUSALS:  # refused or malformed: ``add`` takes it, and the problem is its own
                 break
-            if _unavailable(scratch.registrations.get(bid)) != was and self._may_lead(bid, leader[a:z][kind[a:z] == _CHANGE]):
-                break
+            if _unavailable(scratch.registrations.get(bid)) != was:
+                if FOLDED_FLIPS:
+                    self.flips.append((z, bid))
+                elif self._may_lead(bid, leader[a:z][kind[a:z] == _CHANGE]):
+                    break
             kind[z] = code
             z = int(stop[np.searchsorted(stop, z + 1)])
         return z
@@ -647,15 +698,39 @@ class _Walker:
         model.untimed += n - int(timed.sum())
         slot = np.where(timed, ts // model.width, -1)
         buckets = self._fold_buckets(slot, kind, offsets)
-        for i in np.flatnonzero(kind >= _ASIDE).tolist():  # in log order, each as ``add`` takes it
-            e = run.entry(a + i)
-            if not _keeps_min_isr(e.record, e.record.type):
-                self._forget_min_isrs()
-            self._apply(e, e.record.type)
+        registrations = self.image.brokers.registrations
+        flipped: dict[int, tuple[list[int], list[bool]]] = {}  # broker -> where its availability moved, and to what
+        self.folding = True  # (its rechecks at broker records: ``rechecks``)
+        try:
+            for i in np.flatnonzero(kind >= _ASIDE).tolist():  # in log order, each as ``add`` takes it
+                e = run.entry(a + i)
+                rec = e.record
+                bid = rec.data.get("brokerId", rec.data.get("id")) if rec.type in _BROKER_CODES else None
+                was = bid is not None and _unavailable(registrations.get(bid))
+                if not _keeps_min_isr(rec, rec.type):
+                    self._forget_min_isrs()
+                self._apply(e, rec.type)
+                if bid is not None and (now := _unavailable(registrations.get(bid))) != was:
+                    places, states = flipped.setdefault(bid, ([], [was]))
+                    places.append(i)
+                    states.append(now)
+        finally:
+            self.folding = False
         image.pass_over_run(offsets, ts, epochs)  # outside a transaction (``_stretch``); the last record's
         rows = np.flatnonzero(kind == _CHANGE)
+        real = None
+        if self.rechecks is not None and len(self.rechecks[0]):  # the rechecks as changes that set nothing
+            places, codes = self.rechecks
+            rows, by = np.concatenate([rows, places]), np.concatenate([key[rows], codes])
+            at = rows.argsort(kind="stable")
+            rows, by = rows[at], by[at]
+            real = (kind[rows] == _CHANGE)
+            given_leader = np.where(real, leader[rows], NO_LEADER_CHANGE)
+            given_isr = np.where(real, isr[rows], -1)
+        else:
+            by, given_leader, given_isr = key[rows], leader[rows], isr[rows]
         if len(rows):
-            self._fold_changes(rows, offsets, ts, slot, key[rows], leader[rows], isr[rows], held, buckets)
+            self._fold_changes(rows, offsets, ts, slot, by, given_leader, given_isr, held, buckets, real, flipped)
 
     def _fold_buckets(self, slot: np.ndarray, kind: np.ndarray, offsets: np.ndarray) -> dict[int, Bucket]:
         """``_count`` of each timed record: its bucket's records, types and last offset (buckets made in
@@ -695,11 +770,16 @@ class _Walker:
         return bucket
 
     def _fold_changes(self, rows: np.ndarray, offsets: np.ndarray, ts: np.ndarray, slot: np.ndarray, key: np.ndarray,
-                      leader: np.ndarray, isr: np.ndarray, held: np.ndarray, buckets: dict[int, Bucket]) -> None:
+                      leader: np.ndarray, isr: np.ndarray, held: np.ndarray, buckets: dict[int, Bucket],
+                      real: np.ndarray | None = None, flipped: dict[int, tuple[list[int], list[bool]]] | None = None
+                      ) -> None:
         """``image.apply`` and ``_partition`` of each PartitionChangeRecord at ``rows`` (positions in the
         stretch), grouped by partition (``held``: their numbers, ascending): each field carried forward from
         the partition's state held in ``cols`` (``merge_partition``), the track's leader and ISR before each
-        record, its health flags after; ``cols`` left as the last record leaves the partition."""
+        record, its health flags after; ``cols`` left as the last record leaves the partition. Rows not ``real``
+        are a broker record's recheck of the partition (``_flip_rows``): it sets nothing, and its flags read the
+        broker as the record leaves it; ``flipped``: the brokers whose availability moves in the stretch, where
+        and to what (the first: as it was)."""
         order = key.argsort(kind="stable")  # by partition, each in log order
         m = len(order)
         codes = key[order]
@@ -727,12 +807,22 @@ class _Walker:
         # health flags after each record (``_set_health``), and before it
         sizes = self._isr_sizes()[new_isr]
         flags = self._flags(new_leader, sizes, topic[group], replicas[group], elr[group])
+        at = rows[order]  # sorted row -> its place in the stretch
+        for broker, (places, states) in (flipped or {}).items():  # as it was where each row comes
+            led = (new_leader == broker).nonzero()[0]
+            if len(led):
+                unavailable = np.asarray(states, np.int64)[np.searchsorted(places, at[led], side="right")]
+                flags[led] = (flags[led] & ~2) | (unavailable << 1)  # (bit 1: HEALTH's leader on a fenced broker)
         before = np.empty_like(flags)
         before[1:] = flags[:-1]
         before[starts] = numbers[:, _FLAGS]
         # what the track sees (``_partition``)
         moved = new_leader != was_leader
         changed = moved | (new_isr != was_isr)
+        if real is not None:
+            real = real[order]
+            moved &= real
+            changed &= real
         shrank, grew = self._isr_moves_of(was_isr, new_isr, changed)
         unclean = ~self._isr_holds(was_isr, new_leader, moved & (new_leader >= 0))
         # the image (``merge_partition`` of each in turn: the last value set, an epoch bump per record)
@@ -744,10 +834,9 @@ class _Walker:
         cols[slots, _LEADER] = cols[slots, _TRACK_LEADER] = new_leader[ends]  # the track's too: as it was if
         cols[slots, _ISR] = cols[slots, _TRACK_ISR] = new_isr[ends]  # no record moved it
         cols[slots, _LEADER_EPOCH] = epoch_after[ends] + leader_epoch
-        cols[slots, _PARTITION_EPOCH] = ends - starts + 1 + partition_epoch
+        cols[slots, _PARTITION_EPOCH] = (ends - starts + 1 if real is None else np.add.reduceat(real, starts, dtype=np.int64)) + partition_epoch
         cols[slots, _FLAGS] = flags[ends]
         cols[slots, _CHURN] += np.add.reduceat(churn, starts, axis=1).T
-        at = rows[order]  # sorted row -> its place in the stretch
         self._fold_events(at, moved, was_leader, new_leader, leader_epoch[group] + epoch_after, unclean, offsets, ts,
                           group, held)
         self._fold_cells(at, changed & (slot[at] >= 0), group, slot, offsets, ts, sizes, new_leader, churn, held,
@@ -902,12 +991,15 @@ class _Walker:
         counts.cumsum(axis=0, out=counts)  # after each that moved
         self.health_counts = self.shown_health = tuple(counts[-1].tolist())
         at = rows[moved]
+        if len(at) > 1 and (at[1:] == at[:-1]).any():  # a broker record's rechecks: the counts after them all
+            last = np.append(at[1:] != at[:-1], True)
+            at, counts = at[last], counts[last]
         kept = (offsets[at], ts[at], counts)  # copies: ``Capped`` may make the items later
 
         def changes(lo: int, hi: int) -> list[tuple[int, int, Health]]:
             return list(zip(*(x[lo:hi].tolist() for x in kept[:2]), map(tuple, kept[2][lo:hi].tolist()), strict=True))
 
-        self.model.health_changes.add_many(len(moved), changes)
+        self.model.health_changes.add_many(len(at), changes)
         where = slot[at]
         for idx in _distinct(where[where >= 0]).tolist():
             mine = np.flatnonzero(where == idx)
@@ -1226,15 +1318,16 @@ class _Walker:
         if lane is None:
             lane = self.model.brokers[bid] = BrokerLane("absent", Capped(LANE_EVENTS))
         registered = e.record.type == "REGISTER_BROKER_RECORD"
-        led = self.led.get(bid, ())
-        if self.held:  # those it leads in ``cols``; those it led when written back last lead no more
-            self._recheck_held(bid)
-            holding = self.held_led.get(bid, 0)  # of ``led`` (a held partition's ``leader_of`` stays as held)
-            if holding == len(led):
-                led = ()
-            elif holding:
-                led = [k for k in led if self.key_codes.get(k) not in self.held]
-        self._recheck(led)
+        if not self.folding:  # (a fold's rechecks are its own: ``_flip_rows``)
+            led = self.led.get(bid, ())
+            if self.held:  # those it leads in ``cols``; those it led when written back last lead no more
+                self._recheck_held(bid)
+                holding = self.held_led.get(bid, 0)  # of ``led`` (a held partition's ``leader_of`` stays as held)
+                if holding == len(led):
+                    led = ()
+                elif holding:
+                    led = [k for k in led if self.key_codes.get(k) not in self.held]
+            self._recheck(led)
         if state == self.broker_states.get(bid, lane.start_state) and not registered:
             return
         self.broker_states[bid] = state
