@@ -264,11 +264,12 @@ def test_partitions_stay_held_across_records_that_do_not_read_them(tmp_path, mon
             held.append((e.record.type, before, len(self.held)))
 
     monkeypatch.setattr(collect_module._Walker, "add", noting)
-    for buckets in (10, 240):
+    for buckets, flips in ((10, False), (240, False), (10, True), (240, True)):
+        monkeypatch.setattr(collect_module, "FOLDED_FLIPS", flips)  # (folded: the fencing goes by no ``add``)
         held.clear()
         _both(node, tmp_path, monkeypatch, max_buckets=buckets)
         fast = list(held)
-        assert [h for h in fast if h[0] == "BROKER_REGISTRATION_CHANGE_RECORD"] == [
+        assert [h for h in fast if h[0] == "BROKER_REGISTRATION_CHANGE_RECORD"] == [] if flips else [
             ("BROKER_REGISTRATION_CHANGE_RECORD", 3, 3), ("BROKER_REGISTRATION_CHANGE_RECORD", 4, 4)]
         # the min ISR config of the setup goes by ``add``; the retention config, carried by the fold, does not
         assert [h for h in fast if h[0] in ("CONFIG_RECORD", "END_TRANSACTION_RECORD")] == [
@@ -393,16 +394,18 @@ def test_the_fold_carries_records_that_move_no_partition(tmp_path, monkeypatch):
                 kept.append((e.offset, before, len(self.held)))
 
     monkeypatch.setattr(collect_module._Walker, "add", noting)
-    for buckets in (10, 240):
+    for buckets, flips in ((10, False), (240, False), (10, True), (240, True)):
+        monkeypatch.setattr(collect_module, "FOLDED_FLIPS", flips)
         added.clear()
         kept.clear()
         folded = _both(node, tmp_path, monkeypatch, max_buckets=buckets)
         assert folded["changes"] >= 5, folded
         assert kept == [(7, 0, 0), (27, 3, 3), (36, 3, 3)]
-        # the first record goes by ``add`` (no epoch yet); brokers 2 and 3 register leading nothing (carried)
+        # the first record goes by ``add`` (no epoch yet); brokers 2 and 3 register leading nothing (carried);
+        # the fencing of a leading broker is folded only with ``FOLDED_FLIPS``
+        fenced = [] if flips else [(44, "BROKER_REGISTRATION_CHANGE_RECORD"), (50, "BROKER_REGISTRATION_CHANGE_RECORD")]
         assert added == [(0, "REGISTER_BROKER_RECORD"), (7, "min.insync.replicas"), (27, "min.insync.replicas"),
-                         (36, "min.insync.replicas"), (41, "BROKER_REGISTRATION_CHANGE_RECORD"),
-                         (44, "BROKER_REGISTRATION_CHANGE_RECORD"), (50, "BROKER_REGISTRATION_CHANGE_RECORD")]
+                         (36, "min.insync.replicas"), (41, "BROKER_REGISTRATION_CHANGE_RECORD"), *fenced]
     m = collect_module.collect(node)
     assert [(e.offset, e.kind, e.subject, e.detail) for e in m.changes] == [
         (7, "config", "TOPIC:t", "min.insync.replicas: (unset) -> 2"),
@@ -518,6 +521,7 @@ def test_whether_a_broker_leads_an_unheld_partition_is_counted_as_it_is_read(tmp
         return may_lead(self, broker, elected)
 
     monkeypatch.setattr(collect_module._Walker, "_may_lead", checked)
+    monkeypatch.setattr(collect_module, "FOLDED_FLIPS", False)  # (with it, ``_may_lead`` is not asked)
     _both(find_nodes(str(_aside_log(tmp_path / "aside")))[0], tmp_path, monkeypatch)
     out = tmp_path / "busy"
     assert main(["generate", str(out), "--duration", "6h", "--brokers", "5", "--topics", "12", "--seed", "7",
@@ -646,3 +650,42 @@ def test_a_fenced_leader_rechecks_held_partitions_and_the_others(tmp_path, monke
         (6, (0, 0, 0, 1, 0)), (8, (0, 0, 0, 2, 0)), (9, (0, 2, 0, 2, 0)), (11, (0, 0, 0, 2, 0)),
         (12, (0, 0, 0, 1, 0)), (13, (0, 0, 0, 2, 0)), (14, (0, 2, 0, 2, 0)), (15, (0, 2, 0, 1, 0)),
         (16, (0, 0, 0, 1, 0))]
+
+
+def test_a_fencing_of_a_leader_is_folded_with_the_rechecks_it_makes(tmp_path, monkeypatch):
+    """With ``FOLDED_FLIPS`` broker 1's fencings and unfencings go by no ``add`` though it leads partitions: the
+    fold rechecks those it leads where each comes (one health change per record), and reads it as it was where
+    each change comes: p1 led by broker 1 before its fencing counts unavailable only from there, p2 elected
+    while it is fenced counts unavailable until its unfencing; model, page and image as ``add`` gives them."""
+    change, noop = _plan_change, ("NO_OP_RECORD", 0, {})
+
+    def fence(fenced: int) -> tuple:
+        return ("BROKER_REGISTRATION_CHANGE_RECORD", 0, {"brokerId": 1, "brokerEpoch": 11, "fenced": fenced})
+
+    setup = [_broker(1, False), _broker(2, False), ("TOPIC_RECORD", 0, {"name": "t", "topicId": TOPIC_ID}),
+             _part(0, [1, 2], 1), _part(1, [1, 2], 2), _part(2, [1, 2], 2)]
+    later = [change(0, isr=[1]), noop, fence(1), noop, fence(-1), change(1, leader=1), noop, fence(1),
+             change(2, leader=1), change(1, isr=[1]), fence(-1), change(0, leader=2), fence(1), noop]
+    plan = [(1, START + i, r) for i, r in enumerate(setup)] + [(1, START + 100 + i, r) for i, r in enumerate(later)]
+    node = find_nodes(str(_write_log(tmp_path, plan)))[0]
+    added = []
+    add = collect_module._Walker.add
+
+    def noting(self, e):
+        add(self, e)
+        if collect_module.FAST_COLUMNS and e.offset >= len(setup):
+            added.append(e.offset)
+
+    monkeypatch.setattr(collect_module._Walker, "add", noting)
+    folded = _both(node, tmp_path, monkeypatch)
+    assert folded["changes"] == 5 and added == []  # all of ``later`` folded
+    monkeypatch.setattr(collect_module, "FAST_COLUMNS", True)
+    m = collect_module.collect(node)
+    assert added == []
+    # (no leader, leader fenced, below min ISR, below replicas, ELR)
+    assert [(o, h) for o, _, h in m.health_changes] == [
+        (6, (0, 0, 0, 1, 0)), (8, (0, 1, 0, 1, 0)), (10, (0, 0, 0, 1, 0)), (13, (0, 2, 0, 1, 0)),
+        (14, (0, 3, 0, 1, 0)), (15, (0, 3, 0, 2, 0)), (16, (0, 0, 0, 2, 0)), (18, (0, 2, 0, 2, 0))]
+    # 13: p0 and p1 at once; 11 (p1 elects broker 1 while it is available) and 17 (p0 leaves it) move nothing
+    assert [(e.offset, e.subject, e.value) for e in m.leader_events] == [(11, "t-1", 1), (14, "t-2", 1),
+                                                                         (17, "t-0", 2)]

@@ -819,10 +819,8 @@ class _Walker:
         # what the track sees (``_partition``)
         moved = new_leader != was_leader
         changed = moved | (new_isr != was_isr)
-        if real is not None:
+        if real is not None:  # (a recheck moves nothing: it sets nothing, and its track follows its state)
             real = real[order]
-            moved &= real
-            changed &= real
         shrank, grew = self._isr_moves_of(was_isr, new_isr, changed)
         unclean = ~self._isr_holds(was_isr, new_leader, moved & (new_leader >= 0))
         # the image (``merge_partition`` of each in turn: the last value set, an epoch bump per record)
