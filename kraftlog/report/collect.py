@@ -67,6 +67,9 @@ FAST_PASSED = True
 #: Whether a broker record that moves its broker's availability to lead is folded too where its broker leads
 #: partitions up to it in the stretch: their flags are rechecked where it comes (``_flip_rows``; tests compare).
 FOLDED_FLIPS = True
+#: Whether a RemoveTopicRecord is folded too where no change or recheck of the stretch is of its topic: the health
+#: it moves counted where it comes (``_fold_health``; tests compare both ways).
+FOLDED_REMOVALS = True
 #: Most records of the blocks ``collect`` joins into one for ``add_records`` (1: none joined; tests).
 JOINED_RECORDS = 1 << 15
 #: Removed partitions kept at most (those of most churn; None: all): the page draws TOP_PARTITIONS,
@@ -125,7 +128,9 @@ _NO_OP_KEY, _CONFIG_KEY = BY_TYPE_NAME[NO_OP].api_key, BY_TYPE_NAME["CONFIG_RECO
 #: (``_past_brokers``): they leave their broker as available to lead as it was (registered and unfenced, or
 #: not), or it leads no partition up to them in the stretch.
 _BROKER_CODES = {name: _ASIDE + len(_ASIDE_TYPES) + i for i, name in enumerate(Brokers().handlers())}
-_BROKER_KEYS = frozenset(BY_TYPE_NAME[name].api_key for name in _BROKER_CODES)
+_REMOVAL = _ASIDE + len(_ASIDE_TYPES) + len(_BROKER_CODES)  # a RemoveTopicRecord a fold carries (``_past_brokers``)
+#: Records of no fold's own kind that ``_past_brokers`` may carry.
+_PAST_KEYS = frozenset(BY_TYPE_NAME[name].api_key for name in [*_BROKER_CODES, "REMOVE_TOPIC_RECORD"])
 
 
 def collect(source: NodeDir | Log, *, limits: Limits = Limits(), max_buckets: int = MAX_BUCKETS,
@@ -208,6 +213,7 @@ class _Walker:
         self.passed: list[dict] = []  # a taken change's ``columns.PASSED`` fields, by number
         self.passed_state: dict[int, dict] = {}  # held partition -> its state after the passed fields folded
         self.flips: list[tuple[int, int]] = []  # the stretch's broker records moving availability: place, broker
+        self.removals: list[tuple[int, str]] = []  # the stretch's RemoveTopicRecords: place, topic id
         self.rechecks: tuple[np.ndarray, np.ndarray] | None = None  # the stretch's partitions rechecked at them:
         # place in the stretch, partition number (``_flip_rows``)
         self.folding = False  # while a fold applies its asides (their rechecks are the fold's: ``_broker``)
@@ -340,7 +346,7 @@ class _Walker:
         stops: dict[int, np.ndarray] = {}
         decoded, kv = run.decoded, run.kv
         while a < n:
-            if kind[a] == _OTHER and (type(rec := decoded[kv[a]]) is not MetadataRecord or rec.api_key not in _BROKER_KEYS):
+            if kind[a] == _OTHER and (type(rec := decoded[kv[a]]) is not MetadataRecord or rec.api_key not in _PAST_KEYS):
                 z = a  # (what ``_stretch`` finds for a record of no fold but a broker's)
             else:
                 z, held = self._stretch(run, a, kind, key, leader, passed, stops)
@@ -423,7 +429,7 @@ class _Walker:
         """The records from ``a`` up to the first one a fold cannot take (``a``: none), and the partitions
         they change, held (``_hold``), with their passed fields merged (``_merge_passed``). ``stops``: by
         epoch, where the run has records no fold takes below it."""
-        self.flips, self.rechecks = [], None
+        self.flips, self.rechecks, self.removals = [], None, []
         if self.epoch is None or self.image.transaction is not None:
             return a, None
         epoch = self.epoch.epoch
@@ -447,6 +453,13 @@ class _Walker:
                     if end == a:
                         return a, None
                     z, held = end, self._hold(key[a:end][kind[a:end] == _CHANGE])  # (held already)
+                if self.removals and self.removals[0][0] < z and (end := self._removals_end(a, z, held)) < z:
+                    if end == a:
+                        return a, None
+                    z, held = end, self._hold(key[a:end][kind[a:end] == _CHANGE])  # (held already)
+                    if self.rechecks is not None:
+                        mine = self.rechecks[0] < z - a
+                        self.rechecks = self.rechecks[0][mine], self.rechecks[1][mine]
                 cut = self._merge_passed(key, passed, a, z)
                 if cut == a:
                     return a, None
@@ -458,6 +471,18 @@ class _Walker:
                 if cut == z:
                     return z, held
                 return cut, self._hold(key[a:cut][kind[a:cut] == _CHANGE])
+
+    def _removals_end(self, a: int, z: int, held: np.ndarray) -> int:
+        """The end of the stretch from ``a`` (``z`` at most): the first RemoveTopicRecord of a topic a change or a
+        recheck of the stretch is of (its partitions' states, tracks and flags are the fold's), else ``z``."""
+        codes = held if self.rechecks is None else np.concatenate([held, self.rechecks[1]])
+        topics = set(self.cols[self.slot_of[codes], _TOPIC].tolist())
+        for p, tid in self.removals:
+            if p >= z:
+                break
+            if self.topic_codes.get(tid, -1) in topics:
+                return p
+        return z
 
     def _flip_rows(self, a: int, z: int, kind: np.ndarray, key: np.ndarray, leader: np.ndarray) -> int:
         """For each broker record from ``a`` to ``z`` that moves its broker's availability (``flips``), the
@@ -515,12 +540,20 @@ class _Walker:
         ``state.brokers``' own handlers), or whose broker leads no partition from ``a`` up to them (none held or
         written back, none made its leader by a change before them), each marked in ``kind`` as an aside: the
         flags the fold gives before them do not read the broker, and those after read it as they leave it. Any
-        that fails to replay ends the stretch."""
+        that fails to replay ends the stretch. With ``FOLDED_FLIPS`` one that moves its broker's availability is
+        carried too, noted in ``flips`` (``_flip_rows``); with ``FOLDED_REMOVALS`` a RemoveTopicRecord is, noted in
+        ``removals`` (``_removals_end``)."""
         scratch: Brokers | None = None
         while z < len(kind) and run.epochs[z] <= self.epoch.epoch:
             rec = run.decoded[run.kv[z]]
             code = _BROKER_CODES.get(rec.type) if type(rec) is MetadataRecord and rec.error is None else None
             if code is None:
+                if (FOLDED_REMOVALS and type(rec) is MetadataRecord and rec.error is None
+                        and rec.type == "REMOVE_TOPIC_RECORD"):
+                    self.removals.append((z, rec.data["topicId"]))
+                    kind[z] = _REMOVAL
+                    z = int(stop[np.searchsorted(stop, z + 1)])
+                    continue
                 break
             if scratch is None:
                 scratch = Brokers()
@@ -700,6 +733,8 @@ class _Walker:
         buckets = self._fold_buckets(slot, kind, offsets)
         registrations = self.image.brokers.registrations
         flipped: dict[int, tuple[list[int], list[bool]]] = {}  # broker -> where its availability moved, and to what
+        moves: list[tuple[int, tuple]] = []  # where an aside moved the health counts, and by what
+        start_counts = self.health_counts
         self.folding = True  # (its rechecks at broker records: ``rechecks``)
         try:
             for i in np.flatnonzero(kind >= _ASIDE).tolist():  # in log order, each as ``add`` takes it
@@ -707,15 +742,21 @@ class _Walker:
                 rec = e.record
                 bid = rec.data.get("brokerId", rec.data.get("id")) if rec.type in _BROKER_CODES else None
                 was = bid is not None and _unavailable(registrations.get(bid))
+                if self.held and kind[i] == _REMOVAL:
+                    self._release_read_by(rec, rec.type)  # (of its topic none is the fold's: ``_removals_end``)
                 if not _keeps_min_isr(rec, rec.type):
                     self._forget_min_isrs()
+                counts = self.health_counts
                 self._apply(e, rec.type)
+                if self.health_counts != counts:
+                    moves.append((i, tuple(map(operator.sub, self.health_counts, counts))))
                 if bid is not None and (now := _unavailable(registrations.get(bid))) != was:
                     places, states = flipped.setdefault(bid, ([], [was]))
                     places.append(i)
                     states.append(now)
         finally:
             self.folding = False
+        self.health_counts, self.health_moved = start_counts, False  # (the fold counts them where they come)
         image.pass_over_run(offsets, ts, epochs)  # outside a transaction (``_stretch``); the last record's
         rows = np.flatnonzero(kind == _CHANGE)
         real = None
@@ -729,8 +770,14 @@ class _Walker:
             given_isr = np.where(real, isr[rows], -1)
         else:
             by, given_leader, given_isr = key[rows], leader[rows], isr[rows]
-        if len(rows):
-            self._fold_changes(rows, offsets, ts, slot, by, given_leader, given_isr, held, buckets, real, flipped)
+        at, deltas = self._fold_changes(rows, offsets, ts, slot, by, given_leader, given_isr, held, buckets, real,
+                                        flipped) if len(rows) else (rows, np.zeros((0, len(HEALTH)), np.int64))
+        if moves:
+            at = np.concatenate([at, [i for i, _ in moves]])
+            deltas = np.concatenate([deltas, np.asarray([d for _, d in moves], np.int64).reshape(-1, len(HEALTH))])
+            by_place = at.argsort(kind="stable")
+            at, deltas = at[by_place], deltas[by_place]
+        self._fold_health(at, deltas, offsets, ts, slot, buckets)
 
     def _fold_buckets(self, slot: np.ndarray, kind: np.ndarray, offsets: np.ndarray) -> dict[int, Bucket]:
         """``_count`` of each timed record: its bucket's records, types and last offset (buckets made in
@@ -772,14 +819,14 @@ class _Walker:
     def _fold_changes(self, rows: np.ndarray, offsets: np.ndarray, ts: np.ndarray, slot: np.ndarray, key: np.ndarray,
                       leader: np.ndarray, isr: np.ndarray, held: np.ndarray, buckets: dict[int, Bucket],
                       real: np.ndarray | None = None, flipped: dict[int, tuple[list[int], list[bool]]] | None = None
-                      ) -> None:
+                      ) -> tuple[np.ndarray, np.ndarray]:
         """``image.apply`` and ``_partition`` of each PartitionChangeRecord at ``rows`` (positions in the
         stretch), grouped by partition (``held``: their numbers, ascending): each field carried forward from
         the partition's state held in ``cols`` (``merge_partition``), the track's leader and ISR before each
         record, its health flags after; ``cols`` left as the last record leaves the partition. Rows not ``real``
         are a broker record's recheck of the partition (``_flip_rows``): it sets nothing, and its flags read the
         broker as the record leaves it; ``flipped``: the brokers whose availability moves in the stretch, where
-        and to what (the first: as it was)."""
+        and to what (the first: as it was). The rows that moved their partition's flags, and by what (log order)."""
         order = key.argsort(kind="stable")  # by partition, each in log order
         m = len(order)
         codes = key[order]
@@ -839,7 +886,11 @@ class _Walker:
                           group, held)
         self._fold_cells(at, changed & (slot[at] >= 0), group, slot, offsets, ts, sizes, new_leader, churn, held,
                          buckets)
-        self._fold_health(rows, order, flags, before, offsets, ts, slot, buckets)
+        sorted_at = np.empty_like(order)  # record (in log order) -> its place sorted
+        sorted_at[order] = np.arange(m)
+        moved = (flags != before)[sorted_at].nonzero()[0]  # in log order
+        at = sorted_at[moved]
+        return rows[moved], _unpacked(flags[at]) - _unpacked(before[at])
 
     def _flags(self, leader: np.ndarray, sizes: np.ndarray, topic: np.ndarray, replicas: np.ndarray,
                elr: np.ndarray) -> np.ndarray:
@@ -975,21 +1026,15 @@ class _Walker:
         self.cells.put(cols[slots, _TRACK_NO], cols[slots, _CELL])
         cols[slots, _CELL.start] = -1
 
-    def _fold_health(self, rows, order, after, before, offsets, ts, slot, buckets) -> None:
-        """``_health_moved`` after each record that moved a partition's flags (``after``, ``before``: sorted as
-        ``order`` sorts the records), in log order."""
-        sorted_at = np.empty_like(order)  # record (in log order) -> its place sorted
-        sorted_at[order] = np.arange(len(order))
-        moved = (after != before)[sorted_at].nonzero()[0]  # in log order
-        if not len(moved):
+    def _fold_health(self, at, counts, offsets, ts, slot, buckets) -> None:
+        """``_health_moved`` after each record that moved the health counts (``at``: places in the stretch, in log
+        order, a record's rows one after another), by ``counts`` (a row each)."""
+        if not len(at):
             return
-        at = sorted_at[moved]
-        counts = _unpacked(after[at]) - _unpacked(before[at])
         counts[0] += self.health_counts
         counts.cumsum(axis=0, out=counts)  # after each that moved
         self.health_counts = self.shown_health = tuple(counts[-1].tolist())
-        at = rows[moved]
-        if len(at) > 1 and (at[1:] == at[:-1]).any():  # a broker record's rechecks: the counts after them all
+        if len(at) > 1 and (at[1:] == at[:-1]).any():  # a record's rows (a broker's rechecks): the counts after all
             last = np.append(at[1:] != at[:-1], True)
             at, counts = at[last], counts[last]
         kept = (offsets[at], ts[at], counts)  # copies: ``Capped`` may make the items later
@@ -1455,7 +1500,8 @@ class _Told:
         return np.where(self.ids[at] == ids, self.rows_of[at], -1)
 
 
-_NAMES = {_NOOP: NO_OP, _CHANGE: CHANGE, **{code: name for name, code in (_ASIDE_CODES | _BROKER_CODES).items()}}
+_NAMES = {_NOOP: NO_OP, _CHANGE: CHANGE, _REMOVAL: "REMOVE_TOPIC_RECORD",
+          **{code: name for name, code in (_ASIDE_CODES | _BROKER_CODES).items()}}
 
 
 def _joined(blocks: list[Block]) -> Block:
