@@ -689,3 +689,52 @@ def test_a_fencing_of_a_leader_is_folded_with_the_rechecks_it_makes(tmp_path, mo
     # 13: p0 and p1 at once; 11 (p1 elects broker 1 while it is available) and 17 (p0 leaves it) move nothing
     assert [(e.offset, e.subject, e.value) for e in m.leader_events] == [(11, "t-1", 1), (14, "t-2", 1),
                                                                          (17, "t-0", 2)]
+
+
+def test_a_topic_removal_is_folded_where_the_stretch_changes_none_of_its_partitions(tmp_path, monkeypatch):
+    """With ``FOLDED_REMOVALS`` a RemoveTopicRecord goes by no ``add``: gone's partition, held from a stretch
+    before a config, is written back and dropped where the removal comes, its health counted there between the
+    fold's changes; u's, changed earlier in the stretch, ends the stretch and is carried by the next; model, page
+    and image as ``add`` gives them (and without ``FOLDED_REMOVALS``)."""
+    u_id = "AAAAAAAAAAAAAAAAAAAAAw"
+    change, noop = _plan_change, ("NO_OP_RECORD", 0, {})
+
+    def remove(tid: str) -> tuple:
+        return ("REMOVE_TOPIC_RECORD", 0, {"topicId": tid})
+
+    setup = [_broker(1, False), _broker(2, False), ("TOPIC_RECORD", 0, {"name": "t", "topicId": TOPIC_ID}),
+             ("TOPIC_RECORD", 0, {"name": "gone", "topicId": GONE_ID}), ("TOPIC_RECORD", 0, {"name": "u", "topicId": u_id}),
+             _part(0, [1, 2], 1), _part(1, [1, 2], 2), _part(0, [1, 2], 1, GONE_ID), _part(0, [1, 2], 2, u_id)]
+    config = ("CONFIG_RECORD", 0, {"resourceType": 2, "resourceName": "zz", "name": "min.insync.replicas", "value": "2"})
+    later = [change(0, topic=GONE_ID, isr=[1]), config, change(0, isr=[1]), noop, remove(GONE_ID), change(1, isr=[2]),
+             change(0, isr=[1, 2]), change(0, topic=u_id, isr=[2]), noop, remove(u_id), change(1, isr=[1, 2]), noop]
+    plan = [(1, START + i, r) for i, r in enumerate(setup)] + [(1, START + 100 + i, r) for i, r in enumerate(later)]
+    node = find_nodes(str(_write_log(tmp_path, plan)))[0]
+    added = []
+    add = collect_module._Walker.add
+
+    def noting(self, e):
+        add(self, e)
+        if collect_module.FAST_COLUMNS and e.offset >= len(setup):
+            added.append(e.offset)
+
+    monkeypatch.setattr(collect_module._Walker, "add", noting)
+    monkeypatch.setattr(collect_module, "FOLDED_REMOVALS", False)
+    _both(node, tmp_path, monkeypatch)
+    assert added == [10, 13, 18]
+    monkeypatch.setattr(collect_module, "FOLDED_REMOVALS", True)
+    added.clear()
+    _both(node, tmp_path, monkeypatch)
+    assert added == [10]  # (a min ISR config: ``add``)
+    monkeypatch.setattr(collect_module, "FAST_COLUMNS", True)
+    added.clear()
+    m = collect_module.collect(node)
+    assert added == [10]
+    # (no leader, leader fenced, below min ISR, below replicas, ELR): 13 and 18 drop gone-0's and u-0's
+    assert [(o, h) for o, _, h in m.health_changes] == [
+        (9, (0, 0, 0, 1, 0)), (11, (0, 0, 0, 2, 0)), (13, (0, 0, 0, 1, 0)), (14, (0, 0, 0, 2, 0)),
+        (15, (0, 0, 0, 1, 0)), (16, (0, 0, 0, 2, 0)), (18, (0, 0, 0, 1, 0)), (19, (0, 0, 0, 0, 0))]
+    assert [(e.offset, e.kind, e.subject) for e in m.topic_events][3:] == [(13, "deleted", "gone"), (18, "deleted", "u")]
+    gone = m.partitions[(GONE_ID, 0)]
+    assert (gone.removed_time, gone.isr, gone.shrinks) == (START + 100 + 4, (1,), 1)
+    assert {k for k in m.partitions if m.partitions[k].removed_time is None} == {(TOPIC_ID, 0), (TOPIC_ID, 1)}
