@@ -492,26 +492,29 @@ class _Walker:
         flips = [(p, b) for p, b in self.flips if p < z]
         places, codes = [], []
         held_rows = self.code_of >= 0
+        held_codes, held_leaders = self.code_of[held_rows], self.cols[held_rows, _LEADER]
         for p, b in flips:
-            mine = set(self.code_of[held_rows & (self.cols[:, _LEADER] == b)].tolist())
-            for k in self.led.get(b, ()):
-                code = self.key_codes.get(k)
-                if code is None:
-                    code = self.key_codes[k] = len(self.keys)
-                    self.keys.append(k)
-                mine.add(code)
-            elected = (kind[a:p] == _CHANGE) & (leader[a:p] == b)
-            mine.update(key[a:p][elected].tolist())
-            places += [p - a] * len(mine)
-            codes += sorted(mine)
-        if codes:
-            numbers = np.asarray(codes, np.int64)
+            mine = [held_codes[held_leaders == b], key[a:p][(kind[a:p] == _CHANGE) & (leader[a:p] == b)]]
+            led = self.led.get(b, ())
+            if len(led) > self.held_led.get(b, 0):  # some written back (those held: in ``cols``)
+                numbered = list(map(self.key_codes.get, led))
+                if None in numbered:
+                    for i, k in enumerate(led):
+                        if numbered[i] is None:
+                            numbered[i] = self.key_codes[k] = len(self.keys)
+                            self.keys.append(k)
+                mine.append(np.asarray(numbered, np.int64))
+            mine = _distinct(np.concatenate(mine))
+            places.append(np.full(len(mine), p - a, np.int64))
+            codes.append(mine)
+        numbers = np.concatenate(codes)
+        if len(numbers):
             if self._hold(numbers) is None:
                 return flips[0][0]
             rows = self.cols[self.slot_of[numbers]]
             if ((rows[:, _TRACK_LEADER] != rows[:, _LEADER]) | (rows[:, _TRACK_ISR] != rows[:, _ISR])).any():
                 return flips[0][0]
-            self.rechecks = np.asarray(places, np.int64), numbers
+            self.rechecks = np.concatenate(places), numbers
         return z
 
     def _merge_passed(self, key: np.ndarray, passed: np.ndarray, a: int, z: int) -> int:
@@ -1555,7 +1558,12 @@ def _unavailable(registration: dict | None) -> bool:
 def _distinct(values: np.ndarray) -> np.ndarray:
     """``np.unique(values)`` of a small array, without its wrapper's cost (a few of these per stretch)."""
     ordered = np.sort(values)
-    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))] if len(ordered) else ordered
+    if len(ordered) < 2:
+        return ordered
+    first = np.empty(len(ordered), bool)
+    first[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    return ordered[first]
 
 
 def _carried(values: np.ndarray, unchanged: int, head: np.ndarray, group: np.ndarray, seed: np.ndarray
