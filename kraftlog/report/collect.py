@@ -399,7 +399,10 @@ class _Walker:
         if code is None:
             code = self.key_codes[key] = len(self.keys)
             self.keys.append(key)
-        return _CHANGE, code, leader, -1 if isr is None else self._isr_code(isr), passed_code
+        if isr is None:
+            return _CHANGE, code, leader, -1, passed_code
+        isr_code = self.isr_codes.get(isr)
+        return _CHANGE, code, leader, self._isr_code(isr) if isr_code is None else isr_code, passed_code
 
     def _isr_code(self, isr: tuple[int, ...]) -> int:
         code = self.isr_codes.get(isr)
