@@ -652,6 +652,23 @@ def test_a_fenced_leader_rechecks_held_partitions_and_the_others(tmp_path, monke
         (16, (0, 0, 0, 1, 0))]
 
 
+def _added_after_setup(tmp_path: Path, monkeypatch, setup: list[tuple], later: list[tuple]) -> tuple:
+    """The node of a log of ``setup`` then ``later`` (a millisecond apart, in one epoch), and the offsets of the
+    records after the setup ``add`` takes with ``FAST_COLUMNS`` (a list filled as ``collect`` runs)."""
+    plan = [(1, START + i, r) for i, r in enumerate(setup)] + [(1, START + 100 + i, r) for i, r in enumerate(later)]
+    node = find_nodes(str(_write_log(tmp_path, plan)))[0]
+    added = []
+    add = collect_module._Walker.add
+
+    def noting(self, e):
+        add(self, e)
+        if collect_module.FAST_COLUMNS and e.offset >= len(setup):
+            added.append(e.offset)
+
+    monkeypatch.setattr(collect_module._Walker, "add", noting)
+    return node, added
+
+
 def test_a_fencing_of_a_leader_is_folded_with_the_rechecks_it_makes(tmp_path, monkeypatch):
     """With ``FOLDED_FLIPS`` broker 1's fencings and unfencings go by no ``add`` though it leads partitions: the
     fold rechecks those it leads where each comes (one health change per record), and reads it as it was where
@@ -666,17 +683,7 @@ def test_a_fencing_of_a_leader_is_folded_with_the_rechecks_it_makes(tmp_path, mo
              _part(0, [1, 2], 1), _part(1, [1, 2], 2), _part(2, [1, 2], 2)]
     later = [change(0, isr=[1]), noop, fence(1), noop, fence(-1), change(1, leader=1), noop, fence(1),
              change(2, leader=1), change(1, isr=[1]), fence(-1), change(0, leader=2), fence(1), noop]
-    plan = [(1, START + i, r) for i, r in enumerate(setup)] + [(1, START + 100 + i, r) for i, r in enumerate(later)]
-    node = find_nodes(str(_write_log(tmp_path, plan)))[0]
-    added = []
-    add = collect_module._Walker.add
-
-    def noting(self, e):
-        add(self, e)
-        if collect_module.FAST_COLUMNS and e.offset >= len(setup):
-            added.append(e.offset)
-
-    monkeypatch.setattr(collect_module._Walker, "add", noting)
+    node, added = _added_after_setup(tmp_path, monkeypatch, setup, later)
     folded = _both(node, tmp_path, monkeypatch)
     assert folded["changes"] == 5 and added == []  # all of ``later`` folded
     monkeypatch.setattr(collect_module, "FAST_COLUMNS", True)
@@ -708,17 +715,7 @@ def test_a_topic_removal_is_folded_where_the_stretch_changes_none_of_its_partiti
     config = ("CONFIG_RECORD", 0, {"resourceType": 2, "resourceName": "zz", "name": "min.insync.replicas", "value": "2"})
     later = [change(0, topic=GONE_ID, isr=[1]), config, change(0, isr=[1]), noop, remove(GONE_ID), change(1, isr=[2]),
              change(0, isr=[1, 2]), change(0, topic=u_id, isr=[2]), noop, remove(u_id), change(1, isr=[1, 2]), noop]
-    plan = [(1, START + i, r) for i, r in enumerate(setup)] + [(1, START + 100 + i, r) for i, r in enumerate(later)]
-    node = find_nodes(str(_write_log(tmp_path, plan)))[0]
-    added = []
-    add = collect_module._Walker.add
-
-    def noting(self, e):
-        add(self, e)
-        if collect_module.FAST_COLUMNS and e.offset >= len(setup):
-            added.append(e.offset)
-
-    monkeypatch.setattr(collect_module._Walker, "add", noting)
+    node, added = _added_after_setup(tmp_path, monkeypatch, setup, later)
     monkeypatch.setattr(collect_module, "FOLDED_REMOVALS", False)
     _both(node, tmp_path, monkeypatch)
     assert added == [10, 13, 18]
