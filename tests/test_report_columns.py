@@ -652,11 +652,6 @@ def test_a_fenced_leader_rechecks_held_partitions_and_the_others(tmp_path, monke
         (16, (0, 0, 0, 1, 0))]
 
 
-def _fence(fenced: int) -> tuple:
-    """Broker 1 fenced (1) or unfenced (-1)."""
-    return ("BROKER_REGISTRATION_CHANGE_RECORD", 0, {"brokerId": 1, "brokerEpoch": 11, "fenced": fenced})
-
-
 def _added_after_setup(tmp_path: Path, monkeypatch, setup: list[tuple], later: list[tuple]) -> tuple:
     """The node of a log of ``setup`` then ``later`` (a millisecond apart, in one epoch), and the offsets of the
     records after the setup ``add`` takes with ``FAST_COLUMNS`` (a list filled as ``collect`` runs)."""
@@ -740,44 +735,3 @@ def test_a_topic_removal_is_folded_where_the_stretch_changes_none_of_its_partiti
     gone = m.partitions[(GONE_ID, 0)]
     assert (gone.removed_time, gone.isr, gone.shrinks) == (START + 100 + 4, (1,), 1)
     assert {k for k in m.partitions if m.partitions[k].removed_time is None} == {(TOPIC_ID, 0), (TOPIC_ID, 1)}
-
-
-def test_new_topics_and_partitions_are_folded_where_the_stretch_changes_none_of_them(tmp_path, monkeypatch):
-    """With ``FOLDED_CREATIONS`` a new topic's TopicRecord and its PartitionRecords go by no ``add``, their health
-    and tracks made where they come between the fold's changes; a second PartitionRecord of a partition made in
-    the stretch ends it (``add``: it replaces one); a change of a new partition and a fencing after a new
-    partition are folded by the next stretch; model, page and image as ``add`` gives them (and without)."""
-    new, other = "AAAAAAAAAAAAAAAAAAAABQ", "AAAAAAAAAAAAAAAAAAAABg"
-    change, noop = _plan_change, ("NO_OP_RECORD", 0, {})
-
-    def topic(name: str, tid: str) -> tuple:
-        return ("TOPIC_RECORD", 0, {"name": name, "topicId": tid})
-
-    def part(tid: str, p: int, leader: int, isr: list[int]) -> tuple:
-        return ("PARTITION_RECORD", 0, {"partitionId": p, "topicId": tid, "replicas": [1, 2], "isr": isr,
-                                        "leader": leader, "leaderEpoch": 0, "partitionEpoch": 0})
-
-    setup = [_broker(1, False), _broker(2, False), topic("t", TOPIC_ID), _part(0, [1, 2], 1)]
-    later = [change(0, isr=[1]), topic("n", new), part(new, 0, 2, [2]), part(new, 1, 1, [1, 2]), noop,
-             change(0, isr=[1, 2]), part(new, 1, 1, [1, 2]), change(0, topic=new, isr=[1, 2]), topic("m", other),
-             part(other, 0, 1, [1, 2]), _fence(1), change(0, topic=other, isr=[1]), _fence(-1), noop]
-    node, added = _added_after_setup(tmp_path, monkeypatch, setup, later)
-    monkeypatch.setattr(collect_module, "FOLDED_CREATIONS", False)
-    _both(node, tmp_path, monkeypatch)
-    assert added == [5, 6, 7, 10, 12, 13]
-    monkeypatch.setattr(collect_module, "FOLDED_CREATIONS", True)
-    added.clear()
-    _both(node, tmp_path, monkeypatch)
-    assert added == [10]
-    monkeypatch.setattr(collect_module, "FAST_COLUMNS", True)
-    added.clear()
-    m = collect_module.collect(node)
-    assert added == [10]
-    # (no leader, leader fenced, below min ISR, below replicas, ELR): 6 n-0 made under-replicated; 14 broker 1
-    # fenced leading t-0, n-1 and m-0
-    assert [(o, h) for o, _, h in m.health_changes] == [
-        (4, (0, 0, 0, 1, 0)), (6, (0, 0, 0, 2, 0)), (9, (0, 0, 0, 1, 0)), (11, (0, 0, 0, 0, 0)), (14, (0, 3, 0, 0, 0)),
-        (15, (0, 3, 0, 1, 0)), (16, (0, 0, 0, 1, 0))]
-    assert [(e.offset, e.subject) for e in m.topic_events] == [(2, "t"), (5, "n"), (12, "m")]
-    assert {t.name: (t.start_time - START, t.isr, t.shrinks, t.expands) for t in m.partitions.values()} == {
-        "t-0": (3, (1, 2), 1, 1), "n-0": (102, (1, 2), 0, 1), "n-1": (103, (1, 2), 0, 0), "m-0": (109, (1,), 1, 0)}

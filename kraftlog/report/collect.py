@@ -70,9 +70,6 @@ FOLDED_FLIPS = True
 #: Whether a RemoveTopicRecord is folded too where no change or recheck of the stretch is of its topic: the health
 #: it moves counted where it comes (``_fold_health``; tests compare both ways).
 FOLDED_REMOVALS = True
-#: Whether a TopicRecord of a new topic and a PartitionRecord of a new partition are folded too (their health
-#: counted where they come; a change of such a partition in the stretch ends it; tests compare both ways).
-FOLDED_CREATIONS = True
 #: Most records of the blocks ``collect`` joins into one for ``add_records`` (1: none joined; tests).
 JOINED_RECORDS = 1 << 15
 #: Removed partitions kept at most (those of most churn; None: all): the page draws TOP_PARTITIONS,
@@ -132,10 +129,8 @@ _NO_OP_KEY, _CONFIG_KEY = BY_TYPE_NAME[NO_OP].api_key, BY_TYPE_NAME["CONFIG_RECO
 #: not), or it leads no partition up to them in the stretch.
 _BROKER_CODES = {name: _ASIDE + len(_ASIDE_TYPES) + i for i, name in enumerate(Brokers().handlers())}
 _REMOVAL = _ASIDE + len(_ASIDE_TYPES) + len(_BROKER_CODES)  # a RemoveTopicRecord a fold carries (``_past_brokers``)
-_NEW_TOPIC, _NEW_PARTITION = _REMOVAL + 1, _REMOVAL + 2  # a new topic's and partition's records a fold carries
 #: Records of no fold's own kind that ``_past_brokers`` may carry.
-_PAST_KEYS = frozenset(BY_TYPE_NAME[name].api_key for name in [*_BROKER_CODES, "REMOVE_TOPIC_RECORD", "TOPIC_RECORD",
-                                                                "PARTITION_RECORD"])
+_PAST_KEYS = frozenset(BY_TYPE_NAME[name].api_key for name in [*_BROKER_CODES, "REMOVE_TOPIC_RECORD"])
 
 
 def collect(source: NodeDir | Log, *, limits: Limits = Limits(), max_buckets: int = MAX_BUCKETS,
@@ -219,8 +214,6 @@ class _Walker:
         self.passed_state: dict[int, dict] = {}  # held partition -> its state after the passed fields folded
         self.flips: list[tuple[int, int]] = []  # the stretch's broker records moving availability: place, broker
         self.removals: list[tuple[int, str]] = []  # the stretch's RemoveTopicRecords: place, topic id
-        self.creations: list[int] = []  # places of the stretch's new topics and partitions
-        self.created: dict[str, set[int]] = {}  # the topics and partitions they make
         self.rechecks: tuple[np.ndarray, np.ndarray] | None = None  # the stretch's partitions rechecked at them:
         # place in the stretch, partition number (``_flip_rows``)
         self.folding = False  # while a fold applies its asides (their rechecks are the fold's: ``_broker``)
@@ -359,8 +352,6 @@ class _Walker:
                 z, held = self._stretch(run, a, kind, key, leader, passed, stops)
             if z > a:
                 self._fold(run, a, z, kind[a:z], key[a:z], leader[a:z], isr[a:z], held)
-                if self.creations:
-                    self.skipped.clear()  # (the partitions it made are there now)
                 a = z
                 continue
             self.add(run.entry(a))
@@ -441,7 +432,7 @@ class _Walker:
         """The records from ``a`` up to the first one a fold cannot take (``a``: none), and the partitions
         they change, held (``_hold``), with their passed fields merged (``_merge_passed``). ``stops``: by
         epoch, where the run has records no fold takes below it."""
-        self.flips, self.rechecks, self.removals, self.creations, self.created = [], None, [], [], {}
+        self.flips, self.rechecks, self.removals = [], None, []
         if self.epoch is None or self.image.transaction is not None:
             return a, None
         epoch = self.epoch.epoch
@@ -484,37 +475,6 @@ class _Walker:
                     return z, held
                 return cut, self._hold(key[a:cut][kind[a:cut] == _CHANGE])
 
-    def _other_aside(self, rec: MetadataRecord, z: int) -> int | None:
-        """The code a decoded record at ``z`` (not a broker's) is carried as (``_past_brokers``), if it is: a topic's
-        removal, noted in ``removals``; a TopicRecord of a topic neither in the image nor created before it in the
-        stretch; a PartitionRecord of such a partition, of a topic in the image or created before it (noted in
-        ``creations``: a fold reads their health as they come, and no fold's change or recheck is of them, as
-        ``_hold`` finds no state for them)."""
-        kind, data = rec.type, rec.data
-        if kind == "REMOVE_TOPIC_RECORD" and FOLDED_REMOVALS:
-            self.removals.append((z, data["topicId"]))
-            return _REMOVAL
-        if not FOLDED_CREATIONS:
-            return None
-        by_id, made = self.image.topics.by_id, self.created
-        if kind == "TOPIC_RECORD":
-            tid = data["topicId"]
-            if tid in by_id or tid in made:
-                return None
-            made[tid] = set()
-            self.creations.append(z)
-            return _NEW_TOPIC
-        if kind == "PARTITION_RECORD":
-            tid, pid = data["topicId"], data["partitionId"]
-            topic = by_id.get(tid)
-            if (topic is None and tid not in made) or (topic is not None and pid in topic["partitions"]) or \
-                    pid in made.setdefault(tid, set()):
-                return None
-            made[tid].add(pid)
-            self.creations.append(z)
-            return _NEW_PARTITION
-        return None
-
     def _removals_end(self, a: int, z: int, held: np.ndarray) -> int:
         """The end of the stretch from ``a`` (``z`` at most): the first RemoveTopicRecord of a topic a change or a
         recheck of the stretch is of (its partitions' states, tracks and flags are the fold's), else ``z``."""
@@ -531,13 +491,8 @@ class _Walker:
         """For each broker record from ``a`` to ``z`` that moves its broker's availability (``flips``), the
         partitions its broker may lead where it comes, held, in ``rechecks``: those it led when the stretch began
         (held or written back) and those a change before it elects. The end: the first such record when one
-        cannot be held or its track does not follow its state (a fold's recheck neither moves nor reads a track),
-        or the first after a new partition's record (``creations``), else ``z``."""
-        if self.creations:  # the first after a new partition ends the stretch (its broker may lead it: ``add``)
-            z = min(z, next((p for p, _ in self.flips if p > self.creations[0]), z))
+        cannot be held or its track does not follow its state (a fold's recheck neither moves nor reads a track)."""
         flips = [(p, b) for p, b in self.flips if p < z]
-        if not flips:
-            return z
         places, codes = [], []
         held_rows = self.code_of >= 0
         held_codes, held_leaders = self.code_of[held_rows], self.cols[held_rows, _LEADER]
@@ -593,18 +548,19 @@ class _Walker:
         flags the fold gives before them do not read the broker, and those after read it as they leave it. Any
         that fails to replay ends the stretch. With ``FOLDED_FLIPS`` one that moves its broker's availability is
         carried too, noted in ``flips`` (``_flip_rows``); with ``FOLDED_REMOVALS`` a RemoveTopicRecord is, noted in
-        ``removals`` (``_removals_end``); with ``FOLDED_CREATIONS`` a new topic's or partition's (``_other_aside``)."""
+        ``removals`` (``_removals_end``)."""
         scratch: Brokers | None = None
         while z < len(kind) and run.epochs[z] <= self.epoch.epoch:
             rec = run.decoded[run.kv[z]]
             code = _BROKER_CODES.get(rec.type) if type(rec) is MetadataRecord and rec.error is None else None
             if code is None:
-                code = self._other_aside(rec, z) if type(rec) is MetadataRecord and rec.error is None else None
-                if code is None:
-                    break
-                kind[z] = code
-                z = int(stop[np.searchsorted(stop, z + 1)])
-                continue
+                if (FOLDED_REMOVALS and type(rec) is MetadataRecord and rec.error is None
+                        and rec.type == "REMOVE_TOPIC_RECORD"):
+                    self.removals.append((z, rec.data["topicId"]))
+                    kind[z] = _REMOVAL
+                    z = int(stop[np.searchsorted(stop, z + 1)])
+                    continue
+                break
             if scratch is None:
                 scratch = Brokers()
                 scratch.registrations = {b: dict(r) for b, r in self.image.brokers.registrations.items()}
@@ -1550,8 +1506,7 @@ class _Told:
         return np.where(self.ids[at] == ids, self.rows_of[at], -1)
 
 
-_NAMES = {_NOOP: NO_OP, _CHANGE: CHANGE, _REMOVAL: "REMOVE_TOPIC_RECORD", _NEW_TOPIC: "TOPIC_RECORD",
-          _NEW_PARTITION: "PARTITION_RECORD",
+_NAMES = {_NOOP: NO_OP, _CHANGE: CHANGE, _REMOVAL: "REMOVE_TOPIC_RECORD",
           **{code: name for name, code in (_ASIDE_CODES | _BROKER_CODES).items()}}
 
 
