@@ -264,11 +264,12 @@ def test_partitions_stay_held_across_records_that_do_not_read_them(tmp_path, mon
             held.append((e.record.type, before, len(self.held)))
 
     monkeypatch.setattr(collect_module._Walker, "add", noting)
-    for buckets in (10, 240):
+    for buckets, flips in ((10, False), (240, False), (10, True), (240, True)):
+        monkeypatch.setattr(collect_module, "FOLDED_FLIPS", flips)  # (folded: the fencing goes by no ``add``)
         held.clear()
         _both(node, tmp_path, monkeypatch, max_buckets=buckets)
         fast = list(held)
-        assert [h for h in fast if h[0] == "BROKER_REGISTRATION_CHANGE_RECORD"] == [
+        assert [h for h in fast if h[0] == "BROKER_REGISTRATION_CHANGE_RECORD"] == [] if flips else [
             ("BROKER_REGISTRATION_CHANGE_RECORD", 3, 3), ("BROKER_REGISTRATION_CHANGE_RECORD", 4, 4)]
         # the min ISR config of the setup goes by ``add``; the retention config, carried by the fold, does not
         assert [h for h in fast if h[0] in ("CONFIG_RECORD", "END_TRANSACTION_RECORD")] == [
@@ -393,16 +394,18 @@ def test_the_fold_carries_records_that_move_no_partition(tmp_path, monkeypatch):
                 kept.append((e.offset, before, len(self.held)))
 
     monkeypatch.setattr(collect_module._Walker, "add", noting)
-    for buckets in (10, 240):
+    for buckets, flips in ((10, False), (240, False), (10, True), (240, True)):
+        monkeypatch.setattr(collect_module, "FOLDED_FLIPS", flips)
         added.clear()
         kept.clear()
         folded = _both(node, tmp_path, monkeypatch, max_buckets=buckets)
         assert folded["changes"] >= 5, folded
         assert kept == [(7, 0, 0), (27, 3, 3), (36, 3, 3)]
-        # the first record goes by ``add`` (no epoch yet); brokers 2 and 3 register leading nothing (carried)
+        # the first record goes by ``add`` (no epoch yet); brokers 2 and 3 register leading nothing (carried);
+        # the fencing of a leading broker is folded only with ``FOLDED_FLIPS``
+        fenced = [] if flips else [(44, "BROKER_REGISTRATION_CHANGE_RECORD"), (50, "BROKER_REGISTRATION_CHANGE_RECORD")]
         assert added == [(0, "REGISTER_BROKER_RECORD"), (7, "min.insync.replicas"), (27, "min.insync.replicas"),
-                         (36, "min.insync.replicas"), (41, "BROKER_REGISTRATION_CHANGE_RECORD"),
-                         (44, "BROKER_REGISTRATION_CHANGE_RECORD"), (50, "BROKER_REGISTRATION_CHANGE_RECORD")]
+                         (36, "min.insync.replicas"), (41, "BROKER_REGISTRATION_CHANGE_RECORD"), *fenced]
     m = collect_module.collect(node)
     assert [(e.offset, e.kind, e.subject, e.detail) for e in m.changes] == [
         (7, "config", "TOPIC:t", "min.insync.replicas: (unset) -> 2"),
@@ -518,6 +521,7 @@ def test_whether_a_broker_leads_an_unheld_partition_is_counted_as_it_is_read(tmp
         return may_lead(self, broker, elected)
 
     monkeypatch.setattr(collect_module._Walker, "_may_lead", checked)
+    monkeypatch.setattr(collect_module, "FOLDED_FLIPS", False)  # (with it, ``_may_lead`` is not asked)
     _both(find_nodes(str(_aside_log(tmp_path / "aside")))[0], tmp_path, monkeypatch)
     out = tmp_path / "busy"
     assert main(["generate", str(out), "--duration", "6h", "--brokers", "5", "--topics", "12", "--seed", "7",
@@ -646,3 +650,88 @@ def test_a_fenced_leader_rechecks_held_partitions_and_the_others(tmp_path, monke
         (6, (0, 0, 0, 1, 0)), (8, (0, 0, 0, 2, 0)), (9, (0, 2, 0, 2, 0)), (11, (0, 0, 0, 2, 0)),
         (12, (0, 0, 0, 1, 0)), (13, (0, 0, 0, 2, 0)), (14, (0, 2, 0, 2, 0)), (15, (0, 2, 0, 1, 0)),
         (16, (0, 0, 0, 1, 0))]
+
+
+def _added_after_setup(tmp_path: Path, monkeypatch, setup: list[tuple], later: list[tuple]) -> tuple:
+    """The node of a log of ``setup`` then ``later`` (a millisecond apart, in one epoch), and the offsets of the
+    records after the setup ``add`` takes with ``FAST_COLUMNS`` (a list filled as ``collect`` runs)."""
+    plan = [(1, START + i, r) for i, r in enumerate(setup)] + [(1, START + 100 + i, r) for i, r in enumerate(later)]
+    node = find_nodes(str(_write_log(tmp_path, plan)))[0]
+    added = []
+    add = collect_module._Walker.add
+
+    def noting(self, e):
+        add(self, e)
+        if collect_module.FAST_COLUMNS and e.offset >= len(setup):
+            added.append(e.offset)
+
+    monkeypatch.setattr(collect_module._Walker, "add", noting)
+    return node, added
+
+
+def test_a_fencing_of_a_leader_is_folded_with_the_rechecks_it_makes(tmp_path, monkeypatch):
+    """With ``FOLDED_FLIPS`` broker 1's fencings and unfencings go by no ``add`` though it leads partitions: the
+    fold rechecks those it leads where each comes (one health change per record), and reads it as it was where
+    each change comes: p1 led by broker 1 before its fencing counts unavailable only from there, p2 elected
+    while it is fenced counts unavailable until its unfencing; model, page and image as ``add`` gives them."""
+    change, noop = _plan_change, ("NO_OP_RECORD", 0, {})
+
+    def fence(fenced: int) -> tuple:
+        return ("BROKER_REGISTRATION_CHANGE_RECORD", 0, {"brokerId": 1, "brokerEpoch": 11, "fenced": fenced})
+
+    setup = [_broker(1, False), _broker(2, False), ("TOPIC_RECORD", 0, {"name": "t", "topicId": TOPIC_ID}),
+             _part(0, [1, 2], 1), _part(1, [1, 2], 2), _part(2, [1, 2], 2)]
+    later = [change(0, isr=[1]), noop, fence(1), noop, fence(-1), change(1, leader=1), noop, fence(1),
+             change(2, leader=1), change(1, isr=[1]), fence(-1), change(0, leader=2), fence(1), noop]
+    node, added = _added_after_setup(tmp_path, monkeypatch, setup, later)
+    folded = _both(node, tmp_path, monkeypatch)
+    assert folded["changes"] == 5 and added == []  # all of ``later`` folded
+    monkeypatch.setattr(collect_module, "FAST_COLUMNS", True)
+    m = collect_module.collect(node)
+    assert added == []
+    # (no leader, leader fenced, below min ISR, below replicas, ELR)
+    assert [(o, h) for o, _, h in m.health_changes] == [
+        (6, (0, 0, 0, 1, 0)), (8, (0, 1, 0, 1, 0)), (10, (0, 0, 0, 1, 0)), (13, (0, 2, 0, 1, 0)),
+        (14, (0, 3, 0, 1, 0)), (15, (0, 3, 0, 2, 0)), (16, (0, 0, 0, 2, 0)), (18, (0, 2, 0, 2, 0))]
+    # 13: p0 and p1 at once; 11 (p1 elects broker 1 while it is available) and 17 (p0 leaves it) move nothing
+    assert [(e.offset, e.subject, e.value) for e in m.leader_events] == [(11, "t-1", 1), (14, "t-2", 1),
+                                                                         (17, "t-0", 2)]
+
+
+def test_a_topic_removal_is_folded_where_the_stretch_changes_none_of_its_partitions(tmp_path, monkeypatch):
+    """With ``FOLDED_REMOVALS`` a RemoveTopicRecord goes by no ``add``: gone's partition, held from a stretch
+    before a config, is written back and dropped where the removal comes, its health counted there between the
+    fold's changes; u's, changed earlier in the stretch, ends the stretch and is carried by the next; model, page
+    and image as ``add`` gives them (and without ``FOLDED_REMOVALS``)."""
+    u_id = "AAAAAAAAAAAAAAAAAAAAAw"
+    change, noop = _plan_change, ("NO_OP_RECORD", 0, {})
+
+    def remove(tid: str) -> tuple:
+        return ("REMOVE_TOPIC_RECORD", 0, {"topicId": tid})
+
+    setup = [_broker(1, False), _broker(2, False), ("TOPIC_RECORD", 0, {"name": "t", "topicId": TOPIC_ID}),
+             ("TOPIC_RECORD", 0, {"name": "gone", "topicId": GONE_ID}), ("TOPIC_RECORD", 0, {"name": "u", "topicId": u_id}),
+             _part(0, [1, 2], 1), _part(1, [1, 2], 2), _part(0, [1, 2], 1, GONE_ID), _part(0, [1, 2], 2, u_id)]
+    config = ("CONFIG_RECORD", 0, {"resourceType": 2, "resourceName": "zz", "name": "min.insync.replicas", "value": "2"})
+    later = [change(0, topic=GONE_ID, isr=[1]), config, change(0, isr=[1]), noop, remove(GONE_ID), change(1, isr=[2]),
+             change(0, isr=[1, 2]), change(0, topic=u_id, isr=[2]), noop, remove(u_id), change(1, isr=[1, 2]), noop]
+    node, added = _added_after_setup(tmp_path, monkeypatch, setup, later)
+    monkeypatch.setattr(collect_module, "FOLDED_REMOVALS", False)
+    _both(node, tmp_path, monkeypatch)
+    assert added == [10, 13, 18]
+    monkeypatch.setattr(collect_module, "FOLDED_REMOVALS", True)
+    added.clear()
+    _both(node, tmp_path, monkeypatch)
+    assert added == [10]  # (a min ISR config: ``add``)
+    monkeypatch.setattr(collect_module, "FAST_COLUMNS", True)
+    added.clear()
+    m = collect_module.collect(node)
+    assert added == [10]
+    # (no leader, leader fenced, below min ISR, below replicas, ELR): 13 and 18 drop gone-0's and u-0's
+    assert [(o, h) for o, _, h in m.health_changes] == [
+        (9, (0, 0, 0, 1, 0)), (11, (0, 0, 0, 2, 0)), (13, (0, 0, 0, 1, 0)), (14, (0, 0, 0, 2, 0)),
+        (15, (0, 0, 0, 1, 0)), (16, (0, 0, 0, 2, 0)), (18, (0, 0, 0, 1, 0)), (19, (0, 0, 0, 0, 0))]
+    assert [(e.offset, e.kind, e.subject) for e in m.topic_events][3:] == [(13, "deleted", "gone"), (18, "deleted", "u")]
+    gone = m.partitions[(GONE_ID, 0)]
+    assert (gone.removed_time, gone.isr, gone.shrinks) == (START + 100 + 4, (1,), 1)
+    assert {k for k in m.partitions if m.partitions[k].removed_time is None} == {(TOPIC_ID, 0), (TOPIC_ID, 1)}

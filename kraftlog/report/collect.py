@@ -64,6 +64,12 @@ FAST_NOOPS = True
 FAST_COLUMNS = True
 #: Whether PartitionChangeRecords with ``columns.PASSED`` fields are folded too (tests compare both ways).
 FAST_PASSED = True
+#: Whether a broker record that moves its broker's availability to lead is folded too where its broker leads
+#: partitions up to it in the stretch: their flags are rechecked where it comes (``_flip_rows``; tests compare).
+FOLDED_FLIPS = True
+#: Whether a RemoveTopicRecord is folded too where no change or recheck of the stretch is of its topic: the health
+#: it moves counted where it comes (``_fold_health``; tests compare both ways).
+FOLDED_REMOVALS = True
 #: Most records of the blocks ``collect`` joins into one for ``add_records`` (1: none joined; tests).
 JOINED_RECORDS = 1 << 15
 #: Removed partitions kept at most (those of most churn; None: all): the page draws TOP_PARTITIONS,
@@ -72,6 +78,10 @@ REMOVED_KEPT: int | None = TOP_PARTITIONS
 #: Records that change partitions only: no config, broker or epoch a partition's health reads.
 _PARTITION_KINDS = frozenset({"PARTITION_RECORD", "PARTITION_CHANGE_RECORD"})
 _NO_FLAGS = (False,) * len(HEALTH)  # a partition that is not there
+#: ``health``'s flags by the number folds give them (bit i: flag i of HEALTH), and the number of each.
+_FLAG_TUPLES = [tuple(bool(n >> i & 1) for i in range(len(HEALTH))) for n in range(1 << len(HEALTH))]
+_FLAG_NUMBERS = {flags: n for n, flags in enumerate(_FLAG_TUPLES)}
+_FLAG_BITS = np.arange(len(HEALTH))
 _OTHER, _NOOP, _CHANGE = 0, 1, 2  # what a record of a ``Block`` is to ``add_records``
 #: Whether ISRs of brokers 0.._MASK_BITS-1 are compared as bits (``_isr_masks``; tests compare both ways).
 MASKED_ISRS = True
@@ -80,8 +90,8 @@ _REGISTRY_MAX = 1 << 18  # partitions and ISRs named by number in folds, before 
 #: A held partition's columns (``_Walker.cols``): its state's leader and ISR (by number), its track's, its
 #: replicas, ELR set, topic (by number), epochs, health flags, and the churn its track has not been told yet.
 (_LEADER, _ISR, _TRACK_LEADER, _TRACK_ISR, _REPLICAS, _ELR, _TOPIC, _LEADER_EPOCH, _PARTITION_EPOCH) = range(9)
-_FLAGS = slice(9, 9 + len(HEALTH))
-_CHURN = slice(_FLAGS.stop, _FLAGS.stop + 4)  # leader changes, shrinks, expands, unclean
+_FLAGS = 9  # the HEALTH flags as bits (``_FLAG_TUPLES``)
+_CHURN = slice(_FLAGS + 1, _FLAGS + 5)  # leader changes, shrinks, expands, unclean
 #: The partition's open cell, the one its last counted change went to, not yet in its track: bucket index (-1:
 #: none), then ``Cell``'s fields in order.
 _CELL = slice(_CHURN.stop, _CHURN.stop + 11)
@@ -118,6 +128,9 @@ _NO_OP_KEY, _CONFIG_KEY = BY_TYPE_NAME[NO_OP].api_key, BY_TYPE_NAME["CONFIG_RECO
 #: (``_past_brokers``): they leave their broker as available to lead as it was (registered and unfenced, or
 #: not), or it leads no partition up to them in the stretch.
 _BROKER_CODES = {name: _ASIDE + len(_ASIDE_TYPES) + i for i, name in enumerate(Brokers().handlers())}
+_REMOVAL = _ASIDE + len(_ASIDE_TYPES) + len(_BROKER_CODES)  # a RemoveTopicRecord a fold carries (``_past_brokers``)
+#: Records of no fold's own kind that ``_past_brokers`` may carry.
+_PAST_KEYS = frozenset(BY_TYPE_NAME[name].api_key for name in [*_BROKER_CODES, "REMOVE_TOPIC_RECORD"])
 
 
 def collect(source: NodeDir | Log, *, limits: Limits = Limits(), max_buckets: int = MAX_BUCKETS,
@@ -187,7 +200,7 @@ class _Walker:
         self.min_isr_era = 0  # one more each time ``min_isrs`` is forgotten
         self.topic_min_isr = np.zeros((0, 2), np.int64)  # topic number -> min ISR and the era it is of
         self.values: list | None = None  # the walk whose values ``value_kinds`` describes
-        self.value_kinds = np.zeros((0, 5), np.int64)  # per value of ``values``: kind, key, leader, ISR, passed
+        self.value_kinds = np.zeros((5, 0), np.int64)  # of the values of ``values``: kinds, keys, leaders, ISRs, passed
         self.told = _Told()  # the kinds of records told before
         self.key_codes: dict[tuple[str, int], int] = {}  # partition -> its number in folds
         self.keys: list[tuple[str, int]] = []
@@ -199,6 +212,11 @@ class _Walker:
         self.skipped: set[int] = set()  # partitions a fold cannot take until the next record added
         self.passed: list[dict] = []  # a taken change's ``columns.PASSED`` fields, by number
         self.passed_state: dict[int, dict] = {}  # held partition -> its state after the passed fields folded
+        self.flips: list[tuple[int, int]] = []  # the stretch's broker records moving availability: place, broker
+        self.removals: list[tuple[int, str]] = []  # the stretch's RemoveTopicRecords: place, topic id
+        self.rechecks: tuple[np.ndarray, np.ndarray] | None = None  # the stretch's partitions rechecked at them:
+        # place in the stretch, partition number (``_flip_rows``)
+        self.folding = False  # while a fold applies its asides (their rechecks are the fold's: ``_broker``)
         # Partitions a fold changed hold their state in ``cols`` (by number) until a record that reads it
         # comes (``_release``): the image's state, the track's leader, ISR and churn, ``health`` and
         # ``leader_of`` are written back then, not after each stretch.
@@ -207,6 +225,7 @@ class _Walker:
         self.cols = np.zeros((0, _WIDTH), np.int64)
         self.slot_of = np.zeros(0, np.int64)  # partition number -> its row in ``cols`` (-1: not held)
         self.code_of = np.zeros(0, np.int64)  # row of ``cols`` -> the partition held there (-1: free)
+        self.slot_held = np.empty(0, object)  # row of ``cols`` -> the ``held`` entry of the partition held there
         self.free: list[int] = []
         self.held: dict[int, tuple] = {}  # number -> (key, its topic's partitions, its state when held, track,
         # its leader in ``leader_of``)
@@ -325,8 +344,12 @@ class _Walker:
         kind, key, leader, isr, passed = self._kinds(run)
         a, n = 0, len(run)
         stops: dict[int, np.ndarray] = {}
+        decoded, kv = run.decoded, run.kv
         while a < n:
-            z, held = self._stretch(run, a, kind, key, leader, passed, stops)
+            if kind[a] == _OTHER and (type(rec := decoded[kv[a]]) is not MetadataRecord or rec.api_key not in _PAST_KEYS):
+                z = a  # (what ``_stretch`` finds for a record of no fold but a broker's)
+            else:
+                z, held = self._stretch(run, a, kind, key, leader, passed, stops)
             if z > a:
                 self._fold(run, a, z, kind[a:z], key[a:z], leader[a:z], isr[a:z], held)
                 a = z
@@ -350,9 +373,9 @@ class _Walker:
                 self.skipped.clear()
                 self.told = _Told()
             self.values = run.decoded
-            self.value_kinds = self.told.kinds(run.decoded, self._kind)
-        table = self.value_kinds[run.kv]
-        return table[:, 0], table[:, 1], table[:, 2], table[:, 3], table[:, 4]
+            self.value_kinds = np.ascontiguousarray(self.told.kinds(run.decoded, self._kind).T)
+        kind, key, leader, isr, passed = self.value_kinds[:, run.kv]  # (each a row: contiguous)
+        return kind, key, leader, isr, passed
 
     def _kind(self, rec: Any) -> tuple[int, int, int, int, int]:
         if type(rec) is not MetadataRecord or rec.error is not None:  # (None: a walk's value no record names)
@@ -376,7 +399,10 @@ class _Walker:
         if code is None:
             code = self.key_codes[key] = len(self.keys)
             self.keys.append(key)
-        return _CHANGE, code, leader, -1 if isr is None else self._isr_code(isr), passed_code
+        if isr is None:
+            return _CHANGE, code, leader, -1, passed_code
+        isr_code = self.isr_codes.get(isr)
+        return _CHANGE, code, leader, self._isr_code(isr) if isr_code is None else isr_code, passed_code
 
     def _isr_code(self, isr: tuple[int, ...]) -> int:
         code = self.isr_codes.get(isr)
@@ -406,12 +432,14 @@ class _Walker:
         """The records from ``a`` up to the first one a fold cannot take (``a``: none), and the partitions
         they change, held (``_hold``), with their passed fields merged (``_merge_passed``). ``stops``: by
         epoch, where the run has records no fold takes below it."""
+        self.flips, self.rechecks, self.removals = [], None, []
         if self.epoch is None or self.image.transaction is not None:
             return a, None
         epoch = self.epoch.epoch
         stop = stops.get(epoch)
         if stop is None:
-            stop = stops[epoch] = np.append(np.flatnonzero((kind == _OTHER) | (run.epochs > epoch)), len(kind))
+            found = ((kind[a:] == _OTHER) | (run.epochs[a:] > epoch)).nonzero()[0]  # (from ``a``: the least an
+            stop = stops[epoch] = np.append(found + a, len(kind))  # epoch's calls are given, its first's)
         z = self._past_brokers(run, a, int(stop[np.searchsorted(stop, a)]), stop, kind, leader)
         if z == a:  # a record no fold takes (most calls: one per such record)
             return a, None
@@ -424,11 +452,73 @@ class _Walker:
                 return a, None
             held = self._hold(key[a:z][kind[a:z] == _CHANGE])
             if held is not None:
+                if self.flips and self.flips[0][0] < z and (end := self._flip_rows(a, z, kind, key, leader)) < z:
+                    if end == a:
+                        return a, None
+                    z, held = end, self._hold(key[a:end][kind[a:end] == _CHANGE])  # (held already)
+                if self.removals and self.removals[0][0] < z and (end := self._removals_end(a, z, held)) < z:
+                    if end == a:
+                        return a, None
+                    z, held = end, self._hold(key[a:end][kind[a:end] == _CHANGE])  # (held already)
+                    if self.rechecks is not None:
+                        mine = self.rechecks[0] < z - a
+                        self.rechecks = self.rechecks[0][mine], self.rechecks[1][mine]
                 cut = self._merge_passed(key, passed, a, z)
+                if cut == a:
+                    return a, None
+                if self.rechecks is not None:
+                    mine = self.rechecks[0] < cut - a
+                    self.rechecks = self.rechecks[0][mine], self.rechecks[1][mine]
+                    # (held already, each of them)
+                    return cut, self._hold(np.concatenate([key[a:cut][kind[a:cut] == _CHANGE], self.rechecks[1]]))
                 if cut == z:
                     return z, held
-                # (held already, each of them)
-                return (cut, self._hold(key[a:cut][kind[a:cut] == _CHANGE])) if cut > a else (a, None)
+                return cut, self._hold(key[a:cut][kind[a:cut] == _CHANGE])
+
+    def _removals_end(self, a: int, z: int, held: np.ndarray) -> int:
+        """The end of the stretch from ``a`` (``z`` at most): the first RemoveTopicRecord of a topic a change or a
+        recheck of the stretch is of (its partitions' states, tracks and flags are the fold's), else ``z``."""
+        codes = held if self.rechecks is None else np.concatenate([held, self.rechecks[1]])
+        topics = set(self.cols[self.slot_of[codes], _TOPIC].tolist())
+        for p, tid in self.removals:
+            if p >= z:
+                break
+            if self.topic_codes.get(tid, -1) in topics:
+                return p
+        return z
+
+    def _flip_rows(self, a: int, z: int, kind: np.ndarray, key: np.ndarray, leader: np.ndarray) -> int:
+        """For each broker record from ``a`` to ``z`` that moves its broker's availability (``flips``), the
+        partitions its broker may lead where it comes, held, in ``rechecks``: those it led when the stretch began
+        (held or written back) and those a change before it elects. The end: the first such record when one
+        cannot be held or its track does not follow its state (a fold's recheck neither moves nor reads a track)."""
+        flips = [(p, b) for p, b in self.flips if p < z]
+        places, codes = [], []
+        held_rows = self.code_of >= 0
+        held_codes, held_leaders = self.code_of[held_rows], self.cols[held_rows, _LEADER]
+        for p, b in flips:
+            mine = [held_codes[held_leaders == b], key[a:p][(kind[a:p] == _CHANGE) & (leader[a:p] == b)]]
+            led = self.led.get(b, ())
+            if len(led) > self.held_led.get(b, 0):  # some written back (those held: in ``cols``)
+                numbered = list(map(self.key_codes.get, led))
+                if None in numbered:
+                    for i, k in enumerate(led):
+                        if numbered[i] is None:
+                            numbered[i] = self.key_codes[k] = len(self.keys)
+                            self.keys.append(k)
+                mine.append(np.asarray(numbered, np.int64))
+            mine = _distinct(np.concatenate(mine))
+            places.append(np.full(len(mine), p - a, np.int64))
+            codes.append(mine)
+        numbers = np.concatenate(codes)
+        if len(numbers):
+            if self._hold(numbers) is None:
+                return flips[0][0]
+            rows = self.cols[self.slot_of[numbers]]
+            if ((rows[:, _TRACK_LEADER] != rows[:, _LEADER]) | (rows[:, _TRACK_ISR] != rows[:, _ISR])).any():
+                return flips[0][0]
+            self.rechecks = np.concatenate(places), numbers
+        return z
 
     def _merge_passed(self, key: np.ndarray, passed: np.ndarray, a: int, z: int) -> int:
         """``merge_partition`` of the passed fields of records ``a``..``z`` (held partitions), each on its
@@ -456,12 +546,20 @@ class _Walker:
         ``state.brokers``' own handlers), or whose broker leads no partition from ``a`` up to them (none held or
         written back, none made its leader by a change before them), each marked in ``kind`` as an aside: the
         flags the fold gives before them do not read the broker, and those after read it as they leave it. Any
-        that fails to replay ends the stretch."""
+        that fails to replay ends the stretch. With ``FOLDED_FLIPS`` one that moves its broker's availability is
+        carried too, noted in ``flips`` (``_flip_rows``); with ``FOLDED_REMOVALS`` a RemoveTopicRecord is, noted in
+        ``removals`` (``_removals_end``)."""
         scratch: Brokers | None = None
         while z < len(kind) and run.epochs[z] <= self.epoch.epoch:
             rec = run.decoded[run.kv[z]]
             code = _BROKER_CODES.get(rec.type) if type(rec) is MetadataRecord and rec.error is None else None
             if code is None:
+                if (FOLDED_REMOVALS and type(rec) is MetadataRecord and rec.error is None
+                        and rec.type == "REMOVE_TOPIC_RECORD"):
+                    self.removals.append((z, rec.data["topicId"]))
+                    kind[z] = _REMOVAL
+                    z = int(stop[np.searchsorted(stop, z + 1)])
+                    continue
                 break
             if scratch is None:
                 scratch = Brokers()
@@ -473,8 +571,11 @@ class _Walker:
                 handlers[rec.type](rec.data)
             except REFUSALS:  # refused or malformed: ``add`` takes it, and the problem is its own
                 break
-            if _unavailable(scratch.registrations.get(bid)) != was and self._may_lead(bid, leader[a:z][kind[a:z] == _CHANGE]):
-                break
+            if _unavailable(scratch.registrations.get(bid)) != was:
+                if FOLDED_FLIPS:
+                    self.flips.append((z, bid))
+                elif self._may_lead(bid, leader[a:z][kind[a:z] == _CHANGE]):
+                    break
             kind[z] = code
             z = int(stop[np.searchsorted(stop, z + 1)])
         return z
@@ -545,17 +646,20 @@ class _Walker:
             rows.append((part["leader"], self._isr_code(isr) if isr_code is None else isr_code, track.leader,
                          self._isr_code(track.isr) if track_isr is None else track_isr, len(part["replicas"]),
                          bool(part["eligibleLeaderReplicas"]), topic_code, part[LEADER_EPOCH], part[PARTITION_EPOCH],
-                         *old, 0, 0, 0, 0, *_NO_CELL, self.cells.number(track)))
+                         _FLAG_NUMBERS[old], 0, 0, 0, 0, *_NO_CELL, self.cells.number(track)))
         if taken:
             while len(self.free) < len(taken):
                 grown = max(len(self.cols), 256)
                 self.free += range(len(self.cols) + grown - 1, len(self.cols) - 1, -1)
                 self.cols = np.concatenate([self.cols, np.zeros((grown, _WIDTH), np.int64)])
                 self.code_of = np.concatenate([self.code_of, np.full(grown, -1, np.int64)])
+                self.slot_held = np.concatenate([self.slot_held, np.empty(grown, object)])
             slots = [self.free.pop() for _ in taken]
             self.cols[slots] = rows
             self.slot_of[taken] = slots
             self.code_of[slots] = taken
+            for slot, code in zip(slots, taken, strict=True):
+                self.slot_held[slot] = self.held[code]
         return codes if len(taken) == len(new) else None
 
     def _release(self, codes: list[int]) -> None:
@@ -587,7 +691,7 @@ class _Walker:
             track.unclean += unclean
             if leader_of.get(key) != leader:
                 self._lead(key, leader)
-            health[key] = tuple(map(bool, row[_FLAGS]))
+            health[key] = _FLAG_TUPLES[row[_FLAGS]]
         self.slot_of[codes] = self.code_of[slots] = -1
         self.free += slots.tolist()
 
@@ -633,15 +737,53 @@ class _Walker:
         model.untimed += n - int(timed.sum())
         slot = np.where(timed, ts // model.width, -1)
         buckets = self._fold_buckets(slot, kind, offsets)
-        for i in np.flatnonzero(kind >= _ASIDE).tolist():  # in log order, each as ``add`` takes it
-            e = run.entry(a + i)
-            if not _keeps_min_isr(e.record, e.record.type):
-                self._forget_min_isrs()
-            self._apply(e, e.record.type)
+        registrations = self.image.brokers.registrations
+        flipped: dict[int, tuple[list[int], list[bool]]] = {}  # broker -> where its availability moved, and to what
+        moves: list[tuple[int, tuple]] = []  # where an aside moved the health counts, and by what
+        start_counts = self.health_counts
+        self.folding = True  # (its rechecks at broker records: ``rechecks``)
+        try:
+            for i in np.flatnonzero(kind >= _ASIDE).tolist():  # in log order, each as ``add`` takes it
+                e = run.entry(a + i)
+                rec = e.record
+                bid = rec.data.get("brokerId", rec.data.get("id")) if rec.type in _BROKER_CODES else None
+                was = bid is not None and _unavailable(registrations.get(bid))
+                if self.held and kind[i] == _REMOVAL:
+                    self._release_read_by(rec, rec.type)  # (of its topic none is the fold's: ``_removals_end``)
+                if not _keeps_min_isr(rec, rec.type):
+                    self._forget_min_isrs()
+                counts = self.health_counts
+                self._apply(e, rec.type)
+                if self.health_counts != counts:
+                    moves.append((i, tuple(map(operator.sub, self.health_counts, counts))))
+                if bid is not None and (now := _unavailable(registrations.get(bid))) != was:
+                    places, states = flipped.setdefault(bid, ([], [was]))
+                    places.append(i)
+                    states.append(now)
+        finally:
+            self.folding = False
+        self.health_counts, self.health_moved = start_counts, False  # (the fold counts them where they come)
         image.pass_over_run(offsets, ts, epochs)  # outside a transaction (``_stretch``); the last record's
         rows = np.flatnonzero(kind == _CHANGE)
-        if len(rows):
-            self._fold_changes(rows, offsets, ts, slot, key[rows], leader[rows], isr[rows], held, buckets)
+        real = None
+        if self.rechecks is not None and len(self.rechecks[0]):  # the rechecks as changes that set nothing
+            places, codes = self.rechecks
+            rows, by = np.concatenate([rows, places]), np.concatenate([key[rows], codes])
+            at = rows.argsort(kind="stable")
+            rows, by = rows[at], by[at]
+            real = (kind[rows] == _CHANGE)
+            given_leader = np.where(real, leader[rows], NO_LEADER_CHANGE)
+            given_isr = np.where(real, isr[rows], -1)
+        else:
+            by, given_leader, given_isr = key[rows], leader[rows], isr[rows]
+        at, deltas = self._fold_changes(rows, offsets, ts, slot, by, given_leader, given_isr, held, buckets, real,
+                                        flipped) if len(rows) else (rows, np.zeros((0, len(HEALTH)), np.int64))
+        if moves:
+            at = np.concatenate([at, [i for i, _ in moves]])
+            deltas = np.concatenate([deltas, np.asarray([d for _, d in moves], np.int64).reshape(-1, len(HEALTH))])
+            by_place = at.argsort(kind="stable")
+            at, deltas = at[by_place], deltas[by_place]
+        self._fold_health(at, deltas, offsets, ts, slot, buckets)
 
     def _fold_buckets(self, slot: np.ndarray, kind: np.ndarray, offsets: np.ndarray) -> dict[int, Bucket]:
         """``_count`` of each timed record: its bucket's records, types and last offset (buckets made in
@@ -681,23 +823,32 @@ class _Walker:
         return bucket
 
     def _fold_changes(self, rows: np.ndarray, offsets: np.ndarray, ts: np.ndarray, slot: np.ndarray, key: np.ndarray,
-                      leader: np.ndarray, isr: np.ndarray, held: np.ndarray, buckets: dict[int, Bucket]) -> None:
+                      leader: np.ndarray, isr: np.ndarray, held: np.ndarray, buckets: dict[int, Bucket],
+                      real: np.ndarray | None = None, flipped: dict[int, tuple[list[int], list[bool]]] | None = None
+                      ) -> tuple[np.ndarray, np.ndarray]:
         """``image.apply`` and ``_partition`` of each PartitionChangeRecord at ``rows`` (positions in the
         stretch), grouped by partition (``held``: their numbers, ascending): each field carried forward from
         the partition's state held in ``cols`` (``merge_partition``), the track's leader and ISR before each
-        record, its health flags after; ``cols`` left as the last record leaves the partition."""
-        order = np.argsort(key, kind="stable")  # by partition, each in log order
+        record, its health flags after; ``cols`` left as the last record leaves the partition. Rows not ``real``
+        are a broker record's recheck of the partition (``_flip_rows``): it sets nothing, and its flags read the
+        broker as the record leaves it; ``flipped``: the brokers whose availability moves in the stretch, where
+        and to what (the first: as it was). The rows that moved their partition's flags, and by what (log order)."""
+        order = key.argsort(kind="stable")  # by partition, each in log order
         m = len(order)
         codes = key[order]
-        head = np.ones(m, bool)
-        head[1:] = codes[1:] != codes[:-1]
-        group = np.cumsum(head) - 1  # the partition's index in ``held``
-        starts = np.flatnonzero(head)
-        ends = np.append(starts[1:], m) - 1
+        head = np.empty(m, bool)
+        head[0] = True
+        np.not_equal(codes[1:], codes[:-1], out=head[1:])
+        group = head.cumsum()
+        group -= 1  # the partition's index in ``held``
+        starts = head.nonzero()[0]
+        ends = np.empty_like(starts)
+        ends[:-1] = starts[1:] - 1
+        ends[-1] = m - 1
         slots = self.slot_of[held]
         numbers = self.cols[slots]
         (seed_leader, seed_isr, track_leader, track_isr, replicas, elr, topic, leader_epoch,
-         partition_epoch) = numbers[:, :_FLAGS.start].T
+         partition_epoch) = numbers[:, :_FLAGS].T
         new_leader, leader_set = _carried(leader[order], NO_LEADER_CHANGE, head, group, seed_leader)
         new_isr, _ = _carried(isr[order], -1, head, group, seed_isr)
         was_leader = np.empty(m, np.int64)
@@ -709,39 +860,48 @@ class _Walker:
         # health flags after each record (``_set_health``), and before it
         sizes = self._isr_sizes()[new_isr]
         flags = self._flags(new_leader, sizes, topic[group], replicas[group], elr[group])
+        at = rows[order]  # sorted row -> its place in the stretch
+        for broker, (places, states) in (flipped or {}).items():  # as it was where each row comes
+            led = (new_leader == broker).nonzero()[0]
+            if len(led):
+                unavailable = np.asarray(states, np.int64)[np.searchsorted(places, at[led], side="right")]
+                flags[led] = (flags[led] & ~2) | (unavailable << 1)  # (bit 1: HEALTH's leader on a fenced broker)
         before = np.empty_like(flags)
         before[1:] = flags[:-1]
-        before[starts] = numbers[:, _FLAGS].astype(bool)
-        delta = np.empty((m, len(HEALTH)), np.int64)
-        delta[order] = flags.astype(np.int64) - before  # in log order
+        before[starts] = numbers[:, _FLAGS]
         # what the track sees (``_partition``)
         moved = new_leader != was_leader
         changed = moved | (new_isr != was_isr)
+        if real is not None:  # (a recheck moves nothing: it sets nothing, and its track follows its state)
+            real = real[order]
         shrank, grew = self._isr_moves_of(was_isr, new_isr, changed)
         unclean = ~self._isr_holds(was_isr, new_leader, moved & (new_leader >= 0))
         # the image (``merge_partition`` of each in turn: the last value set, an epoch bump per record)
         bumps = np.cumsum(leader_set)
         epoch_after = bumps - (bumps - leader_set)[starts][group]  # leader epoch bumps up to each record
-        fields = (moved, shrank, grew, unclean)
+        churn = np.empty((4, m), np.int64)  # (rows: each contiguous)
+        churn[0], churn[1], churn[2], churn[3] = moved, shrank, grew, unclean
         cols = self.cols
         cols[slots, _LEADER] = cols[slots, _TRACK_LEADER] = new_leader[ends]  # the track's too: as it was if
         cols[slots, _ISR] = cols[slots, _TRACK_ISR] = new_isr[ends]  # no record moved it
         cols[slots, _LEADER_EPOCH] = epoch_after[ends] + leader_epoch
-        cols[slots, _PARTITION_EPOCH] = ends - starts + 1 + partition_epoch
+        cols[slots, _PARTITION_EPOCH] = (ends - starts + 1 if real is None else np.add.reduceat(real, starts, dtype=np.int64)) + partition_epoch
         cols[slots, _FLAGS] = flags[ends]
-        cols[slots, _CHURN] += np.add.reduceat(np.stack(fields, axis=1).astype(np.int64), starts)
-        at = rows[order]  # sorted row -> its place in the stretch
-        codes = held.tolist()
+        cols[slots, _CHURN] += np.add.reduceat(churn, starts, axis=1).T
         self._fold_events(at, moved, was_leader, new_leader, leader_epoch[group] + epoch_after, unclean, offsets, ts,
-                          group, codes)
-        self._fold_cells(at, changed & (slot[at] >= 0), group, slot, offsets, ts, sizes, new_leader, fields, codes,
-                         held, buckets)
-        self._fold_health(rows, delta, offsets, ts, slot, buckets)
+                          group, held)
+        self._fold_cells(at, changed & (slot[at] >= 0), group, slot, offsets, ts, sizes, new_leader, churn, held,
+                         buckets)
+        sorted_at = np.empty_like(order)  # record (in log order) -> its place sorted
+        sorted_at[order] = np.arange(m)
+        moved = (flags != before)[sorted_at].nonzero()[0]  # in log order
+        at = sorted_at[moved]
+        return rows[moved], _unpacked(flags[at]) - _unpacked(before[at])
 
     def _flags(self, leader: np.ndarray, sizes: np.ndarray, topic: np.ndarray, replicas: np.ndarray,
                elr: np.ndarray) -> np.ndarray:
-        """``_set_health``'s flags (a row of HEALTH each) of partitions given as columns: leader, ISR size,
-        topic (by number), replicas and whether an ELR is set."""
+        """``_set_health``'s flags (each a number: ``_FLAG_TUPLES``) of partitions given as columns: leader, ISR
+        size, topic (by number), replicas and whether an ELR is set."""
         live = leader >= 0
         unavailable = np.zeros(len(leader), bool)
         leaders = _distinct(leader[live]).tolist()
@@ -757,7 +917,12 @@ class _Walker:
             told = _distinct(topic[stale])
             known[told, 0] = [self._topic_min_isr(self.topic_ids[t]) for t in told.tolist()]
             known[told, 1] = era
-        return np.stack([~live, unavailable, sizes < known[topic, 0], sizes < replicas, elr.astype(bool)], axis=1)
+        flags = (sizes < replicas) << 3  # (HEALTH's order, as ``_set_health``'s)
+        flags |= unavailable << 1
+        flags |= (sizes < known[topic, 0]) << 2
+        flags |= (elr != 0) << 4
+        flags |= ~live
+        return flags
 
     def _recheck_held(self, broker: int) -> None:
         """``_recheck`` of the held partitions ``broker`` leads, in ``cols``."""
@@ -770,13 +935,15 @@ class _Walker:
         held = self.cols[rows]
         flags = self._flags(held[:, _LEADER], self._isr_sizes()[held[:, _ISR]], held[:, _TOPIC], held[:, _REPLICAS],
                             held[:, _ELR])
-        delta = flags.astype(np.int64) - held[:, _FLAGS]
-        if delta.any():
-            self.health_counts = tuple(map(operator.add, self.health_counts, delta.sum(axis=0).tolist()))
+        old = held[:, _FLAGS]
+        moved = flags != old
+        if moved.any():
+            delta = (_unpacked(flags[moved]) - _unpacked(old[moved])).sum(axis=0)
+            self.health_counts = tuple(map(operator.add, self.health_counts, delta.tolist()))
             self.cols[rows, _FLAGS] = flags
             self.health_moved = True
 
-    def _fold_events(self, at, moved, was, leader, epoch, unclean, offsets, ts, group, codes) -> None:
+    def _fold_events(self, at, moved, was, leader, epoch, unclean, offsets, ts, group, held) -> None:
         """The leader changes as ``_partition`` notes them, in log order (only those the model keeps made,
         from copies of their own fields: ``Capped`` may make them later)."""
         moves = at[moved]
@@ -785,45 +952,52 @@ class _Walker:
         order = np.argsort(moves)
         moves = moves[order]
         picked = [x[moved][order] for x in (was, leader, epoch, unclean)]
-        g = group[moved][order]
-        mover, g = np.unique(g, return_inverse=True)
-        named = [(self.held[c][3], self.keys[c]) for c in (codes[x] for x in mover.tolist())]  # track, key
-        picked += [offsets[moves], ts[moves], g.ravel()]
+        named = self.slot_held[self.slot_of[held[group[moved][order]]]]  # each move's ``held`` entry (a copy)
+        picked += [offsets[moves], ts[moves]]
 
         def events(lo: int, hi: int) -> list[Event]:
-            return [Event(o, t, "leader", named[x][0].name, f"leader {old} -> {new}, leader epoch {le}"
-                          f"{' UNCLEAN (not in the old ISR)' if bad else ''}", new, named[x][1])
-                    for old, new, le, bad, o, t, x in zip(*(y[lo:hi].tolist() for y in picked), strict=True)]
+            return [Event(o, t, "leader", h[3].name, f"leader {old} -> {new}, leader epoch {le}"
+                          f"{' UNCLEAN (not in the old ISR)' if bad else ''}", new, h[0])
+                    for old, new, le, bad, o, t, h in zip(*(y[lo:hi].tolist() for y in picked), named[lo:hi],
+                                                          strict=True)]
 
         self.model.leader_events.add_many(len(moves), events)
 
-    def _fold_cells(self, at, counted, group, slot, offsets, ts, sizes, leader, fields, codes, held_codes,
-                    buckets) -> None:
+    def _fold_cells(self, at, counted, group, slot, offsets, ts, sizes, leader, churn, held_codes, buckets) -> None:
         """The churn of each record that moved its track, counted in its bucket and its cell (records of
         one partition and bucket at once): a partition's last cell is kept open in ``cols`` while its
         changes stay in that bucket, so a cell is made once, not once per stretch."""
-        sel = np.flatnonzero(counted)  # sorted rows, by partition then log order
+        sel = counted.nonzero()[0]  # sorted rows, by partition then log order
         if not len(sel):
             return
         where = slot[at[sel]]
-        moved, shrank, grew, _ = (f[sel].astype(np.int64) for f in fields)
-        for idx in _distinct(where).tolist():
-            mine = where == idx
-            bucket = buckets[idx]
-            bucket.leader_changes += int(moved[mine].sum())
-            bucket.isr_shrinks += int(shrank[mine].sum())
-            bucket.isr_expands += int(grew[mine].sum())
+        counts = churn[:3, sel]  # leader changes, shrinks, expands
         g = group[sel]
-        order = np.lexsort((sel, where, g))  # by partition, bucket, then log order
-        sel, where, g = sel[order], where[order], g[order]
-        moved, shrank, grew = moved[order], shrank[order], grew[order]
-        first = np.flatnonzero(np.concatenate([[True], (g[1:] != g[:-1]) | (where[1:] != where[:-1])]))
-        last = np.append(first[1:], len(sel)) - 1
+        if (where == where[0]).all():  # most stretches: one bucket (rows then by partition, bucket and log order)
+            sums = {int(where[0]): counts.sum(axis=1).tolist()}
+        else:
+            sums = {idx: counts[:, where == idx].sum(axis=1).tolist() for idx in _distinct(where).tolist()}
+            order = np.lexsort((sel, where, g))  # by partition, bucket, then log order
+            sel, where, g, counts = sel[order], where[order], g[order], counts[:, order]
+        for idx, (moved, shrank, grew) in sums.items():
+            bucket = buckets[idx]
+            bucket.leader_changes += moved
+            bucket.isr_shrinks += shrank
+            bucket.isr_expands += grew
+        n = len(sel)
+        edge = np.empty(n + 1, bool)  # where a (partition, bucket) starts, and the end
+        edge[0] = edge[n] = True
+        np.not_equal(g[1:], g[:-1], out=edge[1:n])
+        edge[1:n] |= where[1:] != where[:-1]
+        bounds = edge.nonzero()[0]
+        first, last = bounds[:-1], bounds[1:] - 1
         f, z = sel[first], sel[last]
         g, where = g[first], where[first]
-        cells = np.stack([where, offsets[at[f]], ts[at[f]], offsets[at[z]], ts[at[z]], sizes[z],
-                          np.minimum.reduceat(sizes[sel], first), leader[z],
-                          *(np.add.reduceat(x, first) for x in (moved, shrank, grew))], axis=1)
+        af, az = at[f], at[z]
+        cells = np.empty((len(first), _CELL.stop - _CELL.start), np.int64)  # (``_NO_CELL``'s fields)
+        cells[:, 0], cells[:, 1], cells[:, 2], cells[:, 3], cells[:, 4] = where, offsets[af], ts[af], offsets[az], ts[az]
+        cells[:, 5], cells[:, 6], cells[:, 7] = sizes[z], np.minimum.reduceat(sizes[sel], first), leader[z]
+        cells[:, 8:] = np.add.reduceat(counts, first, axis=1).T
         cols, numbers = self.cols, held_codes[g]
         slots = self.slot_of[numbers]
         if ((g[1:] == g[:-1]) & (f[1:] < z[:-1])).any():  # a partition's buckets not one after another in time
@@ -833,9 +1007,11 @@ class _Walker:
             return
         # each partition's first cell here goes on with its open one if in the same bucket; the others before its
         # last are put in its track (the open one first); the last stays open
-        head = np.concatenate([[True], g[1:] != g[:-1]])
-        tail = np.append(head[1:], True)
-        start = np.flatnonzero(head)
+        head = np.empty(len(g) + 1, bool)  # a partition's first cell here (and the end)
+        head[0] = head[-1] = True
+        np.not_equal(g[1:], g[:-1], out=head[1:-1])
+        tail = head[1:]
+        start = head[:-1].nonzero()[0]
         opened = cols[slots[start], _CELL.start]
         same = opened == where[start]
         on = start[same]
@@ -845,7 +1021,7 @@ class _Walker:
             cells[on, 6] = np.minimum(cells[on, 6], cols[rows, _CELL.start + 6])
             cells[on, 8:] += cols[rows, _CELL.start + 8:_CELL.stop]
         self._close_cells(numbers[start[(opened >= 0) & ~same]].tolist())
-        put = np.flatnonzero(~tail)
+        put = (~tail).nonzero()[0]
         self.cells.put(cols[slots[put], _TRACK_NO], cells[put])
         cols[slots[tail], _CELL] = cells[tail]
 
@@ -856,20 +1032,23 @@ class _Walker:
         self.cells.put(cols[slots, _TRACK_NO], cols[slots, _CELL])
         cols[slots, _CELL.start] = -1
 
-    def _fold_health(self, rows, delta, offsets, ts, slot, buckets) -> None:
-        """``_health_moved`` after each record that moved a partition's flags, in log order."""
-        moved = np.flatnonzero((delta != 0).any(axis=1))
-        if not len(moved):
+    def _fold_health(self, at, counts, offsets, ts, slot, buckets) -> None:
+        """``_health_moved`` after each record that moved the health counts (``at``: places in the stretch, in log
+        order, a record's rows one after another), by ``counts`` (a row each)."""
+        if not len(at):
             return
-        counts = np.cumsum(delta[moved], axis=0) + np.asarray(self.health_counts, np.int64)  # after each that moved
+        counts[0] += self.health_counts
+        counts.cumsum(axis=0, out=counts)  # after each that moved
         self.health_counts = self.shown_health = tuple(counts[-1].tolist())
-        at = rows[moved]
+        if len(at) > 1 and (at[1:] == at[:-1]).any():  # a record's rows (a broker's rechecks): the counts after all
+            last = np.append(at[1:] != at[:-1], True)
+            at, counts = at[last], counts[last]
         kept = (offsets[at], ts[at], counts)  # copies: ``Capped`` may make the items later
 
         def changes(lo: int, hi: int) -> list[tuple[int, int, Health]]:
             return list(zip(*(x[lo:hi].tolist() for x in kept[:2]), map(tuple, kept[2][lo:hi].tolist()), strict=True))
 
-        self.model.health_changes.add_many(len(moved), changes)
+        self.model.health_changes.add_many(len(at), changes)
         where = slot[at]
         for idx in _distinct(where[where >= 0]).tolist():
             mine = np.flatnonzero(where == idx)
@@ -1188,15 +1367,16 @@ class _Walker:
         if lane is None:
             lane = self.model.brokers[bid] = BrokerLane("absent", Capped(LANE_EVENTS))
         registered = e.record.type == "REGISTER_BROKER_RECORD"
-        led = self.led.get(bid, ())
-        if self.held:  # those it leads in ``cols``; those it led when written back last lead no more
-            self._recheck_held(bid)
-            holding = self.held_led.get(bid, 0)  # of ``led`` (a held partition's ``leader_of`` stays as held)
-            if holding == len(led):
-                led = ()
-            elif holding:
-                led = [k for k in led if self.key_codes.get(k) not in self.held]
-        self._recheck(led)
+        if not self.folding:  # (a fold's rechecks are its own: ``_flip_rows``)
+            led = self.led.get(bid, ())
+            if self.held:  # those it leads in ``cols``; those it led when written back last lead no more
+                self._recheck_held(bid)
+                holding = self.held_led.get(bid, 0)  # of ``led`` (a held partition's ``leader_of`` stays as held)
+                if holding == len(led):
+                    led = ()
+                elif holding:
+                    led = [k for k in led if self.key_codes.get(k) not in self.held]
+            self._recheck(led)
         if state == self.broker_states.get(bid, lane.start_state) and not registered:
             return
         self.broker_states[bid] = state
@@ -1326,7 +1506,8 @@ class _Told:
         return np.where(self.ids[at] == ids, self.rows_of[at], -1)
 
 
-_NAMES = {_NOOP: NO_OP, _CHANGE: CHANGE, **{code: name for name, code in (_ASIDE_CODES | _BROKER_CODES).items()}}
+_NAMES = {_NOOP: NO_OP, _CHANGE: CHANGE, _REMOVAL: "REMOVE_TOPIC_RECORD",
+          **{code: name for name, code in (_ASIDE_CODES | _BROKER_CODES).items()}}
 
 
 def _joined(blocks: list[Block]) -> Block:
@@ -1347,18 +1528,23 @@ def _tally(counter, kinds: np.ndarray) -> None:
     """Count the records of ``kinds`` (a fold's) in ``counter`` by type, a type first met first."""
     if not len(kinds):
         return
-    counts = np.bincount(kinds)
-    met = np.flatnonzero(counts).tolist()
-    if len(met) > 1:
+    counts = np.bincount(kinds).tolist()
+    met = [code for code, count in enumerate(counts) if count]
+    if sum(_NAMES[code] not in counter for code in met) > 1:  # (the order of types the counter has is theirs)
         met.sort(key=lambda code: int(np.argmax(kinds == code)))
     for code in met:
-        counter[_NAMES[code]] += int(counts[code])
+        counter[_NAMES[code]] += counts[code]
 
 
 def _keeps_min_isr(rec: Any, kind: str) -> bool:
     """Whether the record leaves every min ISR as it was: one of ``_KEEPS_MIN_ISR``, or a config of another key
     (a ConfigRecord sets or deletes its one key: ``state.configs``)."""
     return rec.error is None and (kind in _KEEPS_MIN_ISR or (kind == "CONFIG_RECORD" and rec.data.get("name") != MIN_ISR))
+
+
+def _unpacked(flags: np.ndarray) -> np.ndarray:
+    """Flags numbered as ``_FLAG_TUPLES`` as rows of 0 and 1."""
+    return (flags[:, None] >> _FLAG_BITS) & 1
 
 
 def _min_isr_of(config: dict | None) -> int | None:
@@ -1375,7 +1561,12 @@ def _unavailable(registration: dict | None) -> bool:
 def _distinct(values: np.ndarray) -> np.ndarray:
     """``np.unique(values)`` of a small array, without its wrapper's cost (a few of these per stretch)."""
     ordered = np.sort(values)
-    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))] if len(ordered) else ordered
+    if len(ordered) < 2:
+        return ordered
+    first = np.empty(len(ordered), bool)
+    first[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    return ordered[first]
 
 
 def _carried(values: np.ndarray, unchanged: int, head: np.ndarray, group: np.ndarray, seed: np.ndarray

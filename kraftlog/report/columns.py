@@ -30,6 +30,7 @@ from kraftlog.state.topics import (
 CHANGE = "PARTITION_CHANGE_RECORD"
 _MESSAGE = BY_TYPE_NAME[CHANGE]
 _VERSIONS = frozenset(_MESSAGE.valid_versions)  # (a set: ``in`` without a Python call)
+_API_KEY = _MESSAGE.api_key
 #: The fields the fold reads, with the merge it applies: the key, the ISR replaced when set, the
 #: leader replaced unless -2 (bumping the leader epoch); every record bumps the partition epoch.
 TAKEN: dict[str, Merge] = {
@@ -48,6 +49,7 @@ PASSED = frozenset(name for name, m in PARTITION_CHANGE_RECORD.items()
                    if m.rule != KEY and name not in TAKEN and m.state not in READ and m.bumps is None)
 #: The states ``merge_partition`` of the ``PASSED`` fields alone may set.
 PASSED_STATES = frozenset(PARTITION_CHANGE_RECORD[name].state for name in PASSED)
+_TAKEN_NAMES, _KNOWN_NAMES = frozenset(TAKEN), frozenset(TAKEN) | PASSED  # (``change_of``: no set made per record)
 
 
 def built() -> bool:
@@ -73,13 +75,13 @@ BUILT = built()
 def change_of(rec: Any) -> tuple[tuple[str, int], int, tuple[int, ...] | None, dict | None] | None:
     """((topic id, partition), leader (-2: unchanged), ISR (None: unchanged), its ``PASSED`` fields (None:
     none)) of a PartitionChangeRecord the fold takes; None for any other record."""
-    if (type(rec) is not MetadataRecord or rec.api_key != _MESSAGE.api_key or rec.error is not None
+    if (type(rec) is not MetadataRecord or rec.api_key != _API_KEY or rec.error is not None
             or rec.decoded_as is not None or rec.unknown_tags or rec.version not in _VERSIONS or not BUILT):
         return None
     data = rec.data
     passed = None
-    if not data.keys() <= TAKEN.keys():
-        if not data.keys() <= TAKEN.keys() | PASSED:
+    if not data.keys() <= _TAKEN_NAMES:
+        if not data.keys() <= _KNOWN_NAMES:
             return None
         passed = {name: value for name, value in data.items() if name in PASSED}
     isr = data.get("isr")
