@@ -4,7 +4,8 @@ removes the killed runs' staging (issue 15).
 
 The killed runs are the job's command line in processes of their own, killed at fractions of the
 wall time of such a run from start to end (``whole``, measured once onto a local output; the object
-store's test measures its own). The outputs they would replace, and the runs after them, run in this
+store's test measures its own), or as something they write appears (a staging folder, a manifest in
+it), which no run can outpace. The outputs they would replace, and the runs after them, run in this
 process on the tests' own ``local[2]`` session: the same job, without a JVM to start."""
 
 import hashlib
