@@ -6,6 +6,17 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Property tests draw the same examples on every run (a seed per test, from its name): a run passes or
+# fails on the code, not on the draw. ``pytest --hypothesis-profile=explore`` draws new ones (to look for
+# bugs, not to gate a change). Neither has a deadline or the too_slow health check: both time examples, and a
+# loaded machine or a full collection makes a run slow, not wrong. A test's own ``settings(...)`` inherits
+# the profile (conftest is imported before the test modules; the option's profile is loaded before them too).
+_untimed = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
+settings.register_profile("kraftlog", derandomize=True, **_untimed)
+settings.register_profile("explore", **_untimed)
+settings.load_profile("kraftlog")
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO.parent / "shared" / "corpus"

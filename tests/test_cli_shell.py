@@ -89,7 +89,8 @@ def points(path, node: list[str], seed: str) -> list[list[str]]:
 def test_cat_after_each_move_equals_replay(capsys, path, node):
     if not path.is_dir():
         pytest.skip("the shared corpus (../shared/corpus) is absent")
-    walk = points(path, node, str(path))
+    # the points are drawn from the path inside the repository or corpus, not from where it is checked out
+    walk = points(path, node, path.relative_to(REPO if path.is_relative_to(REPO) else CORPUS).as_posix())
     script = "; ".join(f"at {p[1] if p[0] == '--offset' else 't:' + p[1]}; {CATS}" for p in walk)
     code, out, err = run(capsys, "shell", path, *node, "-c", script)
     assert code == 0, err

@@ -41,7 +41,9 @@ def test_bytes_read_follow_files_opened_and_positions(logs):
                 assert bar.read() == os.path.getsize(a) + 1000
 
 
-def wait_for(predicate, seconds: float = 5) -> None:
+def wait_for(predicate, seconds: float = 60) -> None:
+    """Until ``predicate()`` holds; the deadline only ends a run where it never does (the bar thread may
+    wait long for a core on a loaded machine)."""
     deadline = time.monotonic() + seconds
     while not predicate() and time.monotonic() < deadline:
         time.sleep(0.02)

@@ -204,7 +204,7 @@ def test_shapes_it_was_not_built_for_are_merged_field_by_field(shape):
     assert topics.shaped_change(shape) is topics._unshaped
 
 
-def test_shaped_merges_equal_the_table_read_field_by_field_on_random_changes():
+def test_shaped_merges_equal_the_table_read_field_by_field_on_random_changes(monkeypatch):
     """Random changes (every field of the table, null and unchanged values, missing topics and partitions,
     values of other types, unknown fields) in random orders: the image and the problems either way."""
     import json
@@ -212,6 +212,10 @@ def test_shaped_merges_equal_the_table_read_field_by_field_on_random_changes():
 
     from kraftlog.state import topics
     from kraftlog.state.problems import ReplayProblem
+    # as a new process has it: shapes other tests kept count towards ``_SHAPES_KEPT``, and with it full
+    # no random shape would get a shaped merge to compare
+    monkeypatch.setattr(topics, "_shaped", {})
+    monkeypatch.setattr(topics, "_run", topics._run)
     values = {
         "isr": [None, [], [1], [2, 3], (4,), 5], "removingReplicas": [None, [], [3], 5], "addingReplicas": [None, [4], 5],
         "eligibleLeaderReplicas": [None, [], [1, 2], 5], "lastKnownElr": [None, [3], 5],
