@@ -353,17 +353,16 @@ class KeptWalk(NamedTuple):
 
 
 class _Keys(dict):
-    """(topic id, partition id) -> key, numbered in order, with the topic's slot of each key."""
+    """(topic id, partition id) -> key, numbered in order, and each topic id's slot (numbered as first met)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.named: list[tuple[str, int]] = []
-        self.topic_of: list[int] = []
         self.slots: dict[str, int] = {}
 
     def __missing__(self, partition: tuple[str, int]) -> int:
         self.named.append(partition)
-        self.topic_of.append(self.slots.setdefault(partition[0], len(self.slots)))
+        self.slots.setdefault(partition[0], len(self.slots))
         key = self[partition] = len(self.named) - 1
         return key
 
@@ -405,7 +404,8 @@ class KeptTopics:
             FENCE if type(rec) is MetadataRecord and rec.api_key in fences else OTHER
             for rec in decoded], np.int64, len(decoded))
         if len(keys.named) > known:
-            self._key_topic = np.concatenate([self._key_topic, np.array(keys.topic_of[known:], np.intp)])
+            new_slots = [keys.slots[topic_id] for topic_id, _ in keys.named[known:]]
+            self._key_topic = np.concatenate([self._key_topic, np.array(new_slots, np.intp)])
             self._seen = np.concatenate([self._seen, np.full(len(keys.named) - known, -1, np.int64)])
             self._incarnation = np.concatenate([self._incarnation,
                                                 np.zeros(len(keys.slots) - len(self._incarnation), np.int64)])
