@@ -126,13 +126,17 @@ def _walked(lf: LogFile, limits: Limits, start: int, until: int | None):
             if (any(r.position < limit for r in w.regions) or not w.crc_valid[:stop].all()
                     or w.errors[:stop].count(None) != stop):
                 return resume
-            if stop < w.count:
-                yield from _blocks(w, stop, start, values)
-                return None
-            yield from _blocks(w, stop, start, values)
+            blocks = list(_blocks(w, stop, start, values))
+            done = stop < w.count
             if w.count:
                 resume = int(w.positions[-1]) + int(h["batchLength"][-1]) + LOG_OVERHEAD
-            del w, h, base  # not held while the next walk is made (a command's memory: one walk's columns)
+            # the walk's columns are not held while its blocks are replayed, nor while the next walk is made
+            # (a command's memory: one walk's columns, or its blocks, beside what it builds)
+            del w, h, base
+            yield from blocks
+            del blocks
+            if done:
+                return None
     finally:
         walks.close()  # the file, at once
 

@@ -408,7 +408,9 @@ def _walk(buf: bytes, limits: Limits, chunk: int, want: list[tuple[int, int]] | 
         _merge(w, slow)
         if base:
             w.positions = w.positions + base
-        yield w
+        ready = [w]  # yielded from a list, not a name: once the caller drops the walk, it is gone
+        del w, slow, header, positions, crcs
+        yield ready.pop()
         pos = stop
         if cut:
             break
