@@ -136,13 +136,14 @@ class _Records:
         #: (key, value) -> index into ``Walk.kv``; a null key's pair by its value (bytes) alone (``pairs``)
         self.ids: dict[bytes | tuple[bytes | None, bytes | None], int] = {} if interned is None else interned.ids
         self.interned = interned
-        self.keyed = False  # whether ``ids`` holds a (key, value) tuple of this walk
+        self.keyed: set[int] = set()  # the indices of the (key, value) tuples this walk interned
 
     def intern(self, pairs) -> list[int]:
         ids = self.ids
         keys = [v if k is None and type(v) is bytes else (k, v) for k, v in pairs]
-        self.keyed = self.keyed or any(type(k) is tuple for k in keys)
-        return [ids.setdefault(k, len(ids)) for k in keys]
+        out = [ids.setdefault(k, len(ids)) for k in keys]
+        self.keyed.update(i for k, i in zip(keys, out, strict=True) if type(k) is tuple)
+        return out
 
     def intern_values(self, values: list[bytes]) -> np.ndarray:
         """``intern`` of (None, value) for each of ``values``, in one pass over ``ids``: a value new to it
@@ -168,7 +169,11 @@ class _Records:
         else:  # the pairs ``kv`` does not list yet, the last ones of ``ids``
             kv = self.interned.kv
             new = list(itertools.islice(reversed(self.ids), len(self.ids) - len(kv)))[::-1]
-        kv += zip(itertools.repeat(None), new) if not self.keyed else [k if type(k) is tuple else (None, k) for k in new]
+        known = len(kv)
+        kv += zip(itertools.repeat(None), new)
+        for i in self.keyed:
+            if i >= known:  # a pair held as its (key, value) tuple
+                kv[i] = kv[i][1]
         return kv
 
     def add(self, batch_index: int, records) -> None:
@@ -244,7 +249,7 @@ def _fast_batches(buf: bytes, pos: int, limits: Limits, most: int) -> tuple[np.n
         k = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)  # each run batch's place in its run
         index = np.repeat(first, n) + k
         positions[index] = np.repeat(at, n) + np.repeat(step, n) * k
-        checked[index] = _run_crcs(u8, mv, positions[index], np.repeat(step, n))
+        checked[index] = _run_crcs(u8, mv, positions[index], np.repeat(step, n), set(step.tolist()))
         alone[index] = False
     positions[alone] = starts
     checked[alone] = crcs
@@ -271,11 +276,12 @@ def _same_size(lengths: np.ndarray, u8: np.ndarray, pos: int, length: int, most:
 _CRC_ROWS, _CRC_ROWS_MIN = 4096, 48
 
 
-def _run_crcs(u8: np.ndarray, mv: memoryview, positions: np.ndarray, steps: np.ndarray) -> np.ndarray:
-    """The CRC of each batch of the runs (at ``positions``, of ``steps`` bytes each): the batches of
-    one size as rows (``crc32c_rows``), some thousands at a time; large or few ones one by one."""
+def _run_crcs(u8: np.ndarray, mv: memoryview, positions: np.ndarray, steps: np.ndarray, sizes: set[int]
+              ) -> np.ndarray:
+    """The CRC of each batch of the runs (at ``positions``, of ``steps`` bytes each; ``sizes``: the
+    distinct ``steps``): the batches of one size as rows (``crc32c_rows``), some thousands at a time; large or few ones one by one."""
     out = np.empty(len(positions), np.uint32)
-    for step in np.unique(steps).tolist():
+    for step in sorted(sizes):
         at = np.flatnonzero(steps == step)
         if step > _ROWS_MAX or at.size < _CRC_ROWS_MIN:
             out[at] = [crc32c(mv[p + CRC_START : p + step]) for p in positions[at].tolist()]
@@ -463,7 +469,7 @@ def _fast_records(buf: bytes, w: Walk, slow: _Records, limits: Limits, wanted: n
     entry = np.full(w.count, -1, np.int64)  # a small batch's payload
     u8 = np.frombuffer(buf, np.uint8)
     words = np.ndarray((max(len(buf) - 7, 0),), "<u8", buf, 0, (1,))  # the eight bytes at every byte
-    for length in np.unique(size[small]).tolist():  # payloads of one length compared as byte rows
+    for length in np.flatnonzero(np.bincount(size[small])).tolist():  # payloads of one length compared as byte rows
         at = np.flatnonzero(small & (size == length))
         starts = w.positions[at] + HEADER_SIZE
         if _alike(words, starts, length):  # a quiet log's NoOps: one payload
