@@ -126,13 +126,17 @@ def _walked(lf: LogFile, limits: Limits, start: int, until: int | None):
             if (any(r.position < limit for r in w.regions) or not w.crc_valid[:stop].all()
                     or w.errors[:stop].count(None) != stop):
                 return resume
-            if stop < w.count:
-                yield from _blocks(w, stop, start, values)
-                return None
-            yield from _blocks(w, stop, start, values)
+            blocks = list(_blocks(w, stop, start, values))
+            done = stop < w.count
             if w.count:
                 resume = int(w.positions[-1]) + int(h["batchLength"][-1]) + LOG_OVERHEAD
-            del w, h, base  # not held while the next walk is made (a command's memory: one walk's columns)
+            # the walk's columns are not held while its blocks are replayed, nor while the next walk is made
+            # (a command's memory: one walk's columns, or its blocks, beside what it builds)
+            del w, h, base
+            yield from blocks
+            del blocks
+            if done:
+                return None
     finally:
         walks.close()  # the file, at once
 
@@ -146,7 +150,7 @@ class _Values:
 
     def __init__(self) -> None:
         self.kv: list | None = None  # the pairs the records are of
-        self.records: list = []  # by index into ``kv`` (None: not decoded)
+        self.records = np.zeros(0, object)  # by index into ``kv`` (where ``done``)
         self.done = np.zeros(0, bool)
         self.no_op = np.zeros(0, bool)  # ``is_no_op``
 
@@ -154,20 +158,18 @@ class _Values:
         """The records of the values of ``kv`` at ``ids`` (a null value decodes as an empty one), and
         which are NoOps."""
         if kv is not self.kv:  # new pairs (``Interned`` started again)
-            self.kv, self.records, self.done, self.no_op = kv, [], np.zeros(0, bool), np.zeros(0, bool)
+            self.kv, self.records, self.done, self.no_op = kv, np.zeros(0, object), np.zeros(0, bool), np.zeros(0, bool)
         if len(kv) > len(self.done):
             grown = max(len(kv), 2 * len(self.done))
-            self.done, self.no_op = (np.concatenate([a, np.zeros(grown - len(a), bool)]) for a in (self.done, self.no_op))
-            self.records += [None] * (grown - len(self.records))
-        records = self.records
+            self.records, self.done, self.no_op = (np.concatenate([a, np.zeros(grown - len(a), a.dtype)])
+                                                   for a in (self.records, self.done, self.no_op))
         need = ids[~self.done[ids]]
         if len(need):
             new = [decode_metadata(kv[i][1] or b"") for i in need.tolist()]
-            for i, rec in zip(need.tolist(), new, strict=True):
-                records[i] = rec
-            self.no_op[need] = [is_no_op(rec) for rec in new]
+            self.records[need] = np.fromiter(new, object, len(new))
+            self.no_op[need] = list(map(is_no_op, new))
             self.done[need] = True
-        return list(map(records.__getitem__, ids.tolist())), self.no_op[ids]
+        return self.records[ids].tolist(), self.no_op[ids]
 
 
 def _blocks(w, stop: int, start: int, values: _Values) -> Iterator[Block]:
@@ -176,6 +178,8 @@ def _blocks(w, stop: int, start: int, values: _Values) -> Iterator[Block]:
     (``values``), and its record shared across files (``decode_metadata``'s cache); ``decoded`` holds the
     walk's values the records name (its metadata records, then its control records), nothing else."""
     keep = (w.rec_batch < stop) & (w.rec_offset >= start)
+    if keep.all():
+        keep = slice(None)  # the walk's columns themselves, not copies
     batch, offsets = w.rec_batch[keep], w.rec_offset[keep]
     if not len(batch):
         return

@@ -117,6 +117,10 @@ class Interned:
             self.ids, self.kv = {}, []
 
 
+#: Above any index: ``_Records.intern_values`` marks the values new to ``ids`` with it.
+_FRESH = 1 << 62
+
+
 class _Records:
     """Records collected batch by batch (lists) and as columns (``parts``), beside the vectorised
     one-record batches; their (key, value) pairs interned, so that a value repeated in a walk (in a
@@ -132,24 +136,31 @@ class _Records:
         #: (key, value) -> index into ``Walk.kv``; a null key's pair by its value (bytes) alone (``pairs``)
         self.ids: dict[bytes | tuple[bytes | None, bytes | None], int] = {} if interned is None else interned.ids
         self.interned = interned
-        self.keyed = False  # whether ``ids`` holds a (key, value) tuple of this walk
+        self.keyed: set[int] = set()  # the indices of the (key, value) tuples this walk interned
 
     def intern(self, pairs) -> list[int]:
         ids = self.ids
         keys = [v if k is None and type(v) is bytes else (k, v) for k, v in pairs]
-        self.keyed = self.keyed or any(type(k) is tuple for k in keys)
-        return [ids.setdefault(k, len(ids)) for k in keys]
+        out = [ids.setdefault(k, len(ids)) for k in keys]
+        self.keyed.update(i for k, i in zip(keys, out, strict=True) if type(k) is tuple)
+        return out
 
     def intern_values(self, values: list[bytes]) -> np.ndarray:
-        """``intern`` of (None, value) for each of ``values``: each value hashed once, each
-        distinct one interned once, in the order they first occur."""
+        """``intern`` of (None, value) for each of ``values``, in one pass over ``ids``: a value new to it
+        is held there as ``_FRESH`` plus where it first occurs, then given the next index, in the order
+        they first occur (the file's values hashed once, not once per walk they come again in)."""
         n = len(values)
-        seen: dict[bytes, int] = {}
-        first = np.fromiter(map(seen.setdefault, values, range(n)), np.int64, n)  # where each first occurs
-        new = first == np.arange(n)
         ids = self.ids
-        interned = np.asarray([ids.setdefault(v, len(ids)) for v in seen], np.int64)
-        return interned[np.cumsum(new)[first] - 1]
+        known = len(ids)
+        codes = np.fromiter(map(ids.setdefault, values, range(_FRESH, _FRESH + n)), np.int64, n)
+        first = np.flatnonzero(codes == np.arange(_FRESH, _FRESH + n))  # where each new value first occurs
+        if first.size:
+            fresh = codes >= _FRESH
+            index = np.empty(n, np.int64)
+            index[first] = np.arange(known, known + first.size)
+            codes[fresh] = index[codes[fresh] - _FRESH]
+            ids.update(zip(map(values.__getitem__, first.tolist()), range(known, known + first.size), strict=True))
+        return codes
 
     def pairs(self) -> list[tuple[bytes | None, bytes | None]]:
         """The distinct (key, value) pairs, by index (with ``Interned``, its ``kv`` with this walk's new ones)."""
@@ -158,7 +169,11 @@ class _Records:
         else:  # the pairs ``kv`` does not list yet, the last ones of ``ids``
             kv = self.interned.kv
             new = list(itertools.islice(reversed(self.ids), len(self.ids) - len(kv)))[::-1]
-        kv += zip(itertools.repeat(None), new) if not self.keyed else [k if type(k) is tuple else (None, k) for k in new]
+        known = len(kv)
+        kv += zip(itertools.repeat(None), new)
+        for i in self.keyed:
+            if i >= known:  # a pair held as its (key, value) tuple
+                kv[i] = kv[i][1]
         return kv
 
     def add(self, batch_index: int, records) -> None:
@@ -234,7 +249,7 @@ def _fast_batches(buf: bytes, pos: int, limits: Limits, most: int) -> tuple[np.n
         k = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)  # each run batch's place in its run
         index = np.repeat(first, n) + k
         positions[index] = np.repeat(at, n) + np.repeat(step, n) * k
-        checked[index] = _run_crcs(u8, mv, positions[index], np.repeat(step, n))
+        checked[index] = _run_crcs(u8, mv, positions[index], np.repeat(step, n), set(step.tolist()))
         alone[index] = False
     positions[alone] = starts
     checked[alone] = crcs
@@ -261,11 +276,12 @@ def _same_size(lengths: np.ndarray, u8: np.ndarray, pos: int, length: int, most:
 _CRC_ROWS, _CRC_ROWS_MIN = 4096, 48
 
 
-def _run_crcs(u8: np.ndarray, mv: memoryview, positions: np.ndarray, steps: np.ndarray) -> np.ndarray:
-    """The CRC of each batch of the runs (at ``positions``, of ``steps`` bytes each): the batches of
-    one size as rows (``crc32c_rows``), some thousands at a time; large or few ones one by one."""
+def _run_crcs(u8: np.ndarray, mv: memoryview, positions: np.ndarray, steps: np.ndarray, sizes: set[int]
+              ) -> np.ndarray:
+    """The CRC of each batch of the runs (at ``positions``, of ``steps`` bytes each; ``sizes``: the
+    distinct ``steps``): the batches of one size as rows (``crc32c_rows``), some thousands at a time; large or few ones one by one."""
     out = np.empty(len(positions), np.uint32)
-    for step in np.unique(steps).tolist():
+    for step in sorted(sizes):
         at = np.flatnonzero(steps == step)
         if step > _ROWS_MAX or at.size < _CRC_ROWS_MIN:
             out[at] = [crc32c(mv[p + CRC_START : p + step]) for p in positions[at].tolist()]
@@ -349,10 +365,12 @@ class _Local:
 
 
 def walk_file(path: "str | os.PathLike", limits: Limits = Limits(), want: list[tuple[int, int]] | None = None,
-              chunk: int = 8192, window: int = 1 << 20, interned: Interned | None = None) -> Iterator[Walk]:
+              chunk: int = 1 << 15, window: int = 1 << 20, interned: Interned | None = None) -> Iterator[Walk]:
     """``walk_source`` over a local file opened as the reader opens it (``reader.open_regular``: an
     ``OSError`` for one that is not a regular file), read as the reader reads it. The defaults keep
-    a command's memory near the reader's: a MiB of the file, a few MB of columns."""
+    a command's memory near the reader's: a MiB of the file, a few MB of columns; a MiB holds fewer
+    batches than ``chunk`` (17,189 of the smallest), so each window is one walk (what a walk costs
+    beyond its batches is paid once per window)."""
     yield from walk_source(_Local(open_regular(path)), limits, chunk, want, window, interned)
 
 
@@ -396,7 +414,9 @@ def _walk(buf: bytes, limits: Limits, chunk: int, want: list[tuple[int, int]] | 
         _merge(w, slow)
         if base:
             w.positions = w.positions + base
-        yield w
+        ready = [w]  # yielded from a list, not a name: once the caller drops the walk, it is gone
+        del w, slow, header, positions, crcs
+        yield ready.pop()
         pos = stop
         if cut:
             break
@@ -449,7 +469,7 @@ def _fast_records(buf: bytes, w: Walk, slow: _Records, limits: Limits, wanted: n
     entry = np.full(w.count, -1, np.int64)  # a small batch's payload
     u8 = np.frombuffer(buf, np.uint8)
     words = np.ndarray((max(len(buf) - 7, 0),), "<u8", buf, 0, (1,))  # the eight bytes at every byte
-    for length in np.unique(size[small]).tolist():  # payloads of one length compared as byte rows
+    for length in np.flatnonzero(np.bincount(size[small])).tolist():  # payloads of one length compared as byte rows
         at = np.flatnonzero(small & (size == length))
         starts = w.positions[at] + HEADER_SIZE
         if _alike(words, starts, length):  # a quiet log's NoOps: one payload
@@ -503,29 +523,32 @@ def _absolute(h: dict[str, np.ndarray], batch: np.ndarray, offset_delta: np.ndar
             np.where(log_append, h["maxTimestamp"][batch], h["baseTimestamp"][batch] + timestamp_delta))
 
 
-def _bodies(buf: bytes, pos: int, end: int, count: int, starts: list[int], ends: list[int]) -> bool:
-    """The bodies of ``count`` records from ``pos`` (appended to ``starts`` and ``ends``), if their
-    length varints (of one or two bytes) frame them exactly up to ``end``; else nothing is added."""
-    mark = len(starts)
+def _heads(buf: bytes, pos: int, end: int, count: int, heads: list[int]) -> bool:
+    """Where each of ``count`` records from ``pos`` starts (its length varint; appended to ``heads``), if
+    their lengths (zig-zag varints of one or two bytes, each at least 6) frame them exactly up to ``end``;
+    else nothing is added. A one-byte length is a step of ``_STEP_ONE``: a look-up per record."""
+    mark = len(heads)
+    add = heads.append
+    step_one = _STEP_ONE
     for _ in range(count):
-        b = buf[pos] if pos < end else 0x80
-        if b < 0x80:
-            pos += 1
-        elif pos + 1 < end and buf[pos + 1] < 0x80:
-            b = (b & 0x7F) | buf[pos + 1] << 7
-            pos += 2
-        else:
+        if pos >= end:
             break
-        n = (b >> 1) ^ -(b & 1)
-        if n < 6 or pos + n > end:
-            break
-        starts.append(pos)
-        pos += n
-        ends.append(pos)
+        step = step_one[buf[pos]]
+        if not step:  # a longer varint (or a length below 6)
+            b = buf[pos]
+            if b < 0x80 or pos + 1 >= end or buf[pos + 1] >= 0x80:
+                break
+            u = (b & 0x7F) | buf[pos + 1] << 7
+            n = (u >> 1) ^ -(u & 1)
+            if n < 6:
+                break
+            step = 2 + n
+        add(pos)
+        pos += step
     else:
         if pos == end:
             return True
-    del starts[mark:], ends[mark:]
+    del heads[mark:]
     return False
 
 
@@ -565,13 +588,13 @@ def _plain_records(buf: bytes, u8: np.ndarray, w: Walk, batches: np.ndarray, slo
 
 
 #: Batches still being framed below which ``_frame`` frames the rest one by one (a step of the
-#: vector loop costs as much as framing some tens of records in Python).
-_LOCKSTEP = 32
+#: vector loop costs as much as framing a hundred records or so in Python, a look-up each).
+_LOCKSTEP = 128
 
 
 def _record_lengths() -> tuple[np.ndarray, np.ndarray]:
     """For the two bytes b, c at a record's start (index ``b | c << 8``): the record's length as
-    ``_bodies`` reads it (a zig-zag varint of one or two bytes; -1 for a longer one) and the size
+    ``_heads`` reads it (a zig-zag varint of one or two bytes; -1 for a longer one) and the size
     of that varint."""
     b = np.arange(1 << 16) & 0xFF
     c = np.arange(1 << 16) >> 8
@@ -581,14 +604,17 @@ def _record_lengths() -> tuple[np.ndarray, np.ndarray]:
 
 
 _LENGTH_OF, _VARINT_SIZE = _record_lengths()
+#: For a record's first byte: the length varint's size plus the body's (a one-byte varint of a length
+#: of at least 6), else 0.
+_STEP_ONE = [1 + n if b < 0x80 and n >= 6 else 0 for b, n in enumerate(_LENGTH_OF[:256].tolist())]
 
 
 def _frame(buf: bytes, first: np.ndarray, last: np.ndarray, count: np.ndarray
            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(start, end, batch) of each record body, in file order, of the batches (``batch`` indexes
     ``first``) whose ``count`` records' lengths frame them exactly from ``first`` up to ``last``, as
-    ``_bodies`` frames them. The k-th records of all batches are framed in one vector step while
-    many batches have a k-th record; the last few go by ``_bodies``."""
+    ``_heads`` frames them. The k-th records of all batches are framed in one vector step while
+    many batches have a k-th record; the last few go by ``_heads``."""
     pairs = np.ndarray((max(len(buf) - 1, 0),), "<u2", buf, 0, (1,))  # the two bytes at every byte
     top = len(pairs) - 1
     framed = np.zeros(len(first), bool)
@@ -611,16 +637,22 @@ def _frame(buf: bytes, first: np.ndarray, last: np.ndarray, count: np.ndarray
             done = good & (k == 0)
             framed[act[done]] = z[done] == e[done]
             act, p, e, k = act[more], p[more], e[more], k[more]
-    tail_starts: list[int] = []
-    tail_ends: list[int] = []
-    tail_batches: list[int] = []  # the batches framed by ``_bodies``, and their records framed so
+    tail_heads: list[int] = []
+    tail_batches: list[int] = []  # the batches framed by ``_heads``, their records framed so, their ends
     tail_counts: list[int] = []
+    tail_last: list[int] = []
     for i, pos, end, left in zip(act.tolist(), p.tolist(), e.tolist(), k.tolist(), strict=True):
-        if _bodies(buf, pos, end, left, tail_starts, tail_ends):
+        if _heads(buf, pos, end, left, tail_heads):
             tail_batches.append(i)
             tail_counts.append(left)
+            tail_last.append(end)
             framed[i] = True
     tail_count = np.asarray(tail_counts, np.int64)
+    heads = np.fromiter(tail_heads, np.int64, len(tail_heads))
+    tail_ends = np.empty_like(heads)  # a record ends where the next starts, a batch's last at the batch's end
+    tail_ends[:-1] = heads[1:]
+    tail_ends[np.cumsum(tail_count) - 1] = tail_last
+    tail_starts = heads + _VARINT_SIZE[pairs[np.minimum(heads, top)]]
     tail_lefts = np.repeat(np.cumsum(tail_count), tail_count) - np.arange(int(tail_count.sum())) - 1
     owner = np.concatenate([*owners, np.repeat(np.asarray(tail_batches, np.int64), tail_count)])
     keep = framed[owner]
@@ -629,8 +661,7 @@ def _frame(buf: bytes, first: np.ndarray, last: np.ndarray, count: np.ndarray
     place = (np.cumsum(records) - records)[owner] + count[owner] - 1 - np.concatenate(
         [*lefts, tail_lefts])[keep]  # in file order
     out = []
-    for column in (owner, *(np.concatenate([*c, np.fromiter(t, np.int64, len(t))])[keep]
-                            for c, t in ((starts, tail_starts), (ends, tail_ends)))):
+    for column in (owner, *(np.concatenate([*c, t])[keep] for c, t in ((starts, tail_starts), (ends, tail_ends)))):
         ordered = np.empty_like(column)
         ordered[place] = column
         out.append(ordered)
