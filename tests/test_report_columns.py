@@ -20,6 +20,7 @@ from kraftlog.state.topics import PARTITION_CHANGE_RECORD, Merge
 from kraftlog.wire.batch import CONTROL_BIT, Record, encode_batch
 
 collect_module = importlib.import_module("kraftlog.report.collect")
+records_module = importlib.import_module("kraftlog.schema.records")
 REPO = Path(__file__).resolve().parent.parent
 DAY = 86_400_000
 START = 1_735_689_600_000
@@ -497,6 +498,10 @@ def test_kinds_told_once_stay_right_when_the_record_cache_is_full(tmp_path, monk
         walked.setdefault(id(run.decoded), (run.decoded, len({id(v) for v in run.decoded if v is not None})))
         return kinds(self, run)
 
+    # records met again are shared through ``decode_metadata``'s cache: start it fresh, as a process's first walk
+    # does, so that what earlier tests decoded (or a rest they left it in) does not decide what is told here
+    for name, value in (("_recent", {}), ("_full", records_module._RECENT_ENTRIES), ("_hits", 0), ("_resting", 0)):
+        monkeypatch.setattr(records_module, name, value)
     monkeypatch.setattr(collect_module._Walker, "_kind", counting)
     monkeypatch.setattr(collect_module._Walker, "_kinds", walks)
     monkeypatch.setattr(collect_module, "_SEEN_MAX", 8)
