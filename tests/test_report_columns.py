@@ -106,8 +106,12 @@ def test_which_records_the_fold_takes():
         (TOPIC_ID, 3), -2, (1,), {"leaderRecoveryState": 1})
     assert take(decode_metadata(_change(3, 1, directories=[]))) == ((TOPIC_ID, 3), -2, None, {"directories": []})
     assert take(decode_metadata(_change(3, 2, lastKnownElr=[], leader=1))) == ((TOPIC_ID, 3), 1, None, {"lastKnownElr": []})
-    for other in (_change(3, replicas=[1, 2]), _change(3, 1, replicas=[1], directories=[TOPIC_ID]),
-                  _change(3, 2, eligibleLeaderReplicas=[1]),
+    # a reassignment's replicas: their count read, the field passed to the merge with the others
+    assert columns.COUNTED == "replicas"
+    assert take(decode_metadata(_change(3, replicas=[1, 2]))) == ((TOPIC_ID, 3), -2, None, {"replicas": [1, 2]})
+    assert take(decode_metadata(_change(3, 1, replicas=[1], directories=[TOPIC_ID], isr=[1], leader=1))) == (
+        (TOPIC_ID, 3), 1, (1,), {"replicas": [1], "directories": [TOPIC_ID]})
+    for other in (_change(3, 2, eligibleLeaderReplicas=[1]),
                   _change(3, unknown=[("", 9, b"\x01")], isr=[1]),
                   encode_metadata("PARTITION_RECORD", 0, {"partitionId": 3, "topicId": TOPIC_ID, "replicas": [1],
                                                            "isr": [1], "leader": 1}),
@@ -740,3 +744,40 @@ def test_a_topic_removal_is_folded_where_the_stretch_changes_none_of_its_partiti
     gone = m.partitions[(GONE_ID, 0)]
     assert (gone.removed_time, gone.isr, gone.shrinks) == (START + 100 + 4, (1,), 1)
     assert {k for k in m.partitions if m.partitions[k].removed_time is None} == {(TOPIC_ID, 0), (TOPIC_ID, 1)}
+
+
+def test_a_reassignment_is_folded_with_its_replica_count(tmp_path, monkeypatch):
+    """With ``FOLDED_REPLICAS`` changes with replicas (a reassignment's) go by no ``add``: each replica count read
+    where it comes (p0 under-replicated with 3 in sync while 4 replicas are assigned, in sync with 4 and then with
+    3 of 3, p2 under-replicated once it has 3), the replicas and
+    directories merged and written back with the partition, and a change whose placement ``merge_partition``
+    refuses (3 directories for 2 replicas) by ``add`` with its problem; model, page and image as ``add`` gives them
+    (and without ``FOLDED_REPLICAS``, where each reassigning change goes by ``add``)."""
+    change, noop = _plan_change, ("NO_OP_RECORD", 0, {})
+    d1, d2, d3 = ("AAAAAAAAAAAAAAAAAAAA" + c + "A" for c in "BCD")
+    setup = [*(_broker(b, False) for b in (1, 2, 3, 4)), ("TOPIC_RECORD", 0, {"name": "t", "topicId": TOPIC_ID}),
+             _part(0, [1, 2, 3], 1), _part(1, [1, 2, 3], 2), _part(2, [1, 2], 1)]
+    later = [change(0, isr=[1, 2]), noop, change(0, replicas=[1, 2, 3, 4], addingReplicas=[4], isr=[1, 2, 3]),
+             change(1, isr=[2]), change(0, isr=[1, 2, 3, 4]),
+             change(0, 1, replicas=[2, 3, 4], addingReplicas=[], directories=[d1, d2, d3], isr=[2, 3, 4], leader=2),
+             noop, change(2, replicas=[1, 2, 3]),
+             change(1, 1, replicas=[1, 2], directories=[d1, d2, d3]),  # refused: ``add``, the stretch ends before it
+             change(1, isr=[1, 2]), change(2, isr=[1, 2, 3]), change(0, isr=[2, 3]), noop]
+    node, added = _added_after_setup(tmp_path, monkeypatch, setup, later)
+    monkeypatch.setattr(collect_module, "FOLDED_REPLICAS", False)
+    _both(node, tmp_path, monkeypatch)
+    assert added == [10, 13, 15, 16]
+    monkeypatch.setattr(collect_module, "FOLDED_REPLICAS", True)
+    added.clear()
+    assert _both(node, tmp_path, monkeypatch)["changes"] == 9
+    assert added == [16]
+    monkeypatch.setattr(collect_module, "FAST_COLUMNS", True)
+    m = collect_module.collect(node)
+    # (no leader, leader fenced, below min ISR, below replicas, ELR)
+    assert [(o, h) for o, _, h in m.health_changes] == [
+        (8, (0, 0, 0, 1, 0)), (11, (0, 0, 0, 2, 0)), (12, (0, 0, 0, 1, 0)), (15, (0, 0, 0, 2, 0)),
+        (18, (0, 0, 0, 1, 0)), (19, (0, 0, 0, 2, 0))]
+    assert m.problems.total == 1
+    assert (m.partitions[(TOPIC_ID, 0)].replicas, m.partitions[(TOPIC_ID, 2)].replicas) == (3, 3)
+    parts = collect_module.collect(node).partitions
+    assert parts[(TOPIC_ID, 1)].replicas == 3

@@ -18,7 +18,7 @@ from kraftlog.files.logdir import NodeDir
 from kraftlog.files.reader import Limits
 from kraftlog.files.records import NO_OP, Block, Entry, ReadProblems, is_no_op
 from kraftlog.report.cells import Cells
-from kraftlog.report.columns import CHANGE, LEADER_EPOCH, PARTITION_EPOCH, PASSED_STATES, change_of
+from kraftlog.report.columns import CHANGE, COUNTED, LEADER_EPOCH, PARTITION_EPOCH, PASSED_STATES, change_of
 from kraftlog.report.model import (
     HEALTH,
     BrokerLane,
@@ -64,6 +64,8 @@ FAST_NOOPS = True
 FAST_COLUMNS = True
 #: Whether PartitionChangeRecords with ``columns.PASSED`` fields are folded too (tests compare both ways).
 FAST_PASSED = True
+#: Whether PartitionChangeRecords with replicas (``columns.COUNTED``, a reassignment's) are folded too (tests compare).
+FOLDED_REPLICAS = True
 #: Whether a broker record that moves its broker's availability to lead is folded too where its broker leads
 #: partitions up to it in the stretch: their flags are rechecked where it comes (``_flip_rows``; tests compare).
 FOLDED_FLIPS = True
@@ -114,6 +116,9 @@ _TOPIC_KINDS = frozenset({"TOPIC_RECORD", "REMOVE_TOPIC_RECORD"})  # they replac
 #: known stay known across them (any other record forgets them).
 _KEEPS_MIN_ISR = _PARTITION_KINDS | (_READS_NO_PARTITION - {"CONFIG_RECORD", END, "LEADER_CHANGE"})
 _SEEN_MAX = 1 << 15  # decoded records whose kind is remembered across walks
+_TOLD = 6  # what ``_Walker._kind`` tells of a record: kind, partition, leader, ISR, passed fields, replicas
+_NOT_TAKEN = (_OTHER, -1, 0, -1, -1, -1)  # a record of no fold's kind, as ``_Walker._kind`` tells it
+_NOOP_ROW = (_NOOP, *_NOT_TAKEN[1:])
 #: Records a fold carries in log order, each through ``_apply`` as ``add`` takes it, counted with the stretch's
 #: others: they read and move no partition, broker, epoch leader or min ISR (a config only when not of
 #: min.insync.replicas), so the stretch's changes fold the same around them. All of them read no partition.
@@ -123,6 +128,7 @@ _ASIDE_TYPES = ("CONFIG_RECORD", "CLIENT_QUOTA_RECORD", "ACCESS_CONTROL_ENTRY_RE
 _ASIDE = 3  # the first aside's code in ``add_records``' kinds, one per type
 _ASIDE_CODES = {name: _ASIDE + i for i, name in enumerate(_ASIDE_TYPES)}
 _ASIDE_BY_KEY = {BY_TYPE_NAME[name].api_key: code for name, code in _ASIDE_CODES.items()}  # (``_kind``)
+_ASIDE_ROWS = {code: (code, *_NOT_TAKEN[1:]) for code in _ASIDE_CODES.values()}
 _NO_OP_KEY, _CONFIG_KEY = BY_TYPE_NAME[NO_OP].api_key, BY_TYPE_NAME["CONFIG_RECORD"].api_key
 #: Broker records a fold carries as asides when no partition's health moves at them or reads them before
 #: (``_past_brokers``): they leave their broker as available to lead as it was (registered and unfenced, or
@@ -200,7 +206,7 @@ class _Walker:
         self.min_isr_era = 0  # one more each time ``min_isrs`` is forgotten
         self.topic_min_isr = np.zeros((0, 2), np.int64)  # topic number -> min ISR and the era it is of
         self.values: list | None = None  # the walk whose values ``value_kinds`` describes
-        self.value_kinds = np.zeros((5, 0), np.int64)  # of the values of ``values``: kinds, keys, leaders, ISRs, passed
+        self.value_kinds = np.zeros((_TOLD, 0), np.int64)  # of the values of ``values``: ``_Told.rows``' columns
         self.told = _Told()  # the kinds of records told before
         self.key_codes: dict[tuple[str, int], int] = {}  # partition -> its number in folds
         self.keys: list[tuple[str, int]] = []
@@ -341,7 +347,7 @@ class _Walker:
         """``add`` of each record of the run: stretches of NoOps and of the PartitionChangeRecords
         ``columns`` takes, outside a transaction, below a new epoch and within the buckets' span, are
         folded at once (``_fold``); any other record goes through ``add``."""
-        kind, key, leader, isr, passed = self._kinds(run)
+        kind, key, leader, isr, passed, replicas = self._kinds(run)
         a, n = 0, len(run)
         stops: dict[int, np.ndarray] = {}
         decoded, kv = run.decoded, run.kv
@@ -351,17 +357,17 @@ class _Walker:
             else:
                 z, held = self._stretch(run, a, kind, key, leader, passed, stops)
             if z > a:
-                self._fold(run, a, z, kind[a:z], key[a:z], leader[a:z], isr[a:z], held)
+                self._fold(run, a, z, kind[a:z], key[a:z], leader[a:z], isr[a:z], replicas[a:z], held)
                 a = z
                 continue
             self.add(run.entry(a))
             self.skipped.clear()
             a += 1
 
-    def _kinds(self, run: Block) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def _kinds(self, run: Block) -> tuple[np.ndarray, ...]:
         """Per record: its kind, and for a PartitionChangeRecord the fold takes, its partition's number,
-        its leader (-2: unchanged), its ISR's number (-1: unchanged) and its passed fields' (-1: none); each
-        value of a walk told once."""
+        its leader (-2: unchanged), its ISR's number (-1: unchanged), its passed fields' (-1: none) and its
+        replicas' count (-1: unchanged); each value of a walk told once."""
         if run.decoded is not self.values:
             if max(len(self.keys), len(self.isrs), len(self.topic_ids), len(self.passed)) > _REGISTRY_MAX:
                 self._release_all()
@@ -374,25 +380,31 @@ class _Walker:
                 self.told = _Told()
             self.values = run.decoded
             self.value_kinds = np.ascontiguousarray(self.told.kinds(run.decoded, self._kind).T)
-        kind, key, leader, isr, passed = self.value_kinds[:, run.kv]  # (each a row: contiguous)
-        return kind, key, leader, isr, passed
+        kind, key, leader, isr, passed, replicas = self.value_kinds[:, run.kv]  # (each a row: contiguous)
+        return kind, key, leader, isr, passed, replicas
 
-    def _kind(self, rec: Any) -> tuple[int, int, int, int, int]:
+    def _kind(self, rec: Any) -> tuple[int, ...]:
+        """A record's row of ``_Told.rows``."""
         if type(rec) is not MetadataRecord or rec.error is not None:  # (None: a walk's value no record names)
-            return _OTHER, -1, 0, -1, -1
+            return _NOT_TAKEN
         api_key = rec.api_key
         if api_key == _NO_OP_KEY:
-            return (_NOOP if FAST_NOOPS else _OTHER), -1, 0, -1, -1
+            return _NOOP_ROW if FAST_NOOPS else _NOT_TAKEN
         if (aside := _ASIDE_BY_KEY.get(api_key)) is not None:
-            return (aside if api_key != _CONFIG_KEY or rec.data.get("name") != MIN_ISR else _OTHER), -1, 0, -1, -1
+            return _ASIDE_ROWS[aside] if api_key != _CONFIG_KEY or rec.data.get("name") != MIN_ISR else _NOT_TAKEN
         change = change_of(rec)
         if change is None:
-            return _OTHER, -1, 0, -1, -1
+            return _NOT_TAKEN
         key, leader, isr, passed = change
-        passed_code = -1
+        passed_code = replicas = -1
         if passed is not None:
             if not FAST_PASSED:
-                return _OTHER, -1, 0, -1, -1
+                return _NOT_TAKEN
+            if COUNTED in passed:
+                if not FOLDED_REPLICAS:
+                    return _NOT_TAKEN
+                if (given := passed[COUNTED]) is not None:
+                    replicas = len(given)
             passed_code = len(self.passed)
             self.passed.append(passed)
         code = self.key_codes.get(key)
@@ -400,9 +412,9 @@ class _Walker:
             code = self.key_codes[key] = len(self.keys)
             self.keys.append(key)
         if isr is None:
-            return _CHANGE, code, leader, -1, passed_code
+            return _CHANGE, code, leader, -1, passed_code, replicas
         isr_code = self.isr_codes.get(isr)
-        return _CHANGE, code, leader, self._isr_code(isr) if isr_code is None else isr_code, passed_code
+        return _CHANGE, code, leader, self._isr_code(isr) if isr_code is None else isr_code, passed_code, replicas
 
     def _isr_code(self, isr: tuple[int, ...]) -> int:
         code = self.isr_codes.get(isr)
@@ -723,7 +735,7 @@ class _Walker:
         self._release([c for k in keys if (c := codes.get(k)) is not None and c in held])
 
     def _fold(self, run: Block, a: int, z: int, kind: np.ndarray, key: np.ndarray, leader: np.ndarray,
-              isr: np.ndarray, held: np.ndarray) -> None:
+              isr: np.ndarray, replicas: np.ndarray, held: np.ndarray) -> None:
         """``add`` of records ``a``..``z`` of the run, NoOps and taken PartitionChangeRecords outside a
         transaction, below the epoch and within the buckets' span: the counts, the image, the tracks,
         cells, events and health they move, the same as record by record."""
@@ -774,10 +786,11 @@ class _Walker:
             real = (kind[rows] == _CHANGE)
             given_leader = np.where(real, leader[rows], NO_LEADER_CHANGE)
             given_isr = np.where(real, isr[rows], -1)
+            given_replicas = np.where(real, replicas[rows], -1)
         else:
-            by, given_leader, given_isr = key[rows], leader[rows], isr[rows]
-        at, deltas = self._fold_changes(rows, offsets, ts, slot, by, given_leader, given_isr, held, buckets, real,
-                                        flipped) if len(rows) else (rows, np.zeros((0, len(HEALTH)), np.int64))
+            by, given_leader, given_isr, given_replicas = key[rows], leader[rows], isr[rows], replicas[rows]
+        at, deltas = self._fold_changes(rows, offsets, ts, slot, by, given_leader, given_isr, given_replicas, held,
+                                        buckets, real, flipped) if len(rows) else (rows, np.zeros((0, len(HEALTH)), np.int64))
         if moves:
             at = np.concatenate([at, [i for i, _ in moves]])
             deltas = np.concatenate([deltas, np.asarray([d for _, d in moves], np.int64).reshape(-1, len(HEALTH))])
@@ -823,12 +836,13 @@ class _Walker:
         return bucket
 
     def _fold_changes(self, rows: np.ndarray, offsets: np.ndarray, ts: np.ndarray, slot: np.ndarray, key: np.ndarray,
-                      leader: np.ndarray, isr: np.ndarray, held: np.ndarray, buckets: dict[int, Bucket],
-                      real: np.ndarray | None = None, flipped: dict[int, tuple[list[int], list[bool]]] | None = None
-                      ) -> tuple[np.ndarray, np.ndarray]:
+                      leader: np.ndarray, isr: np.ndarray, replicas: np.ndarray, held: np.ndarray,
+                      buckets: dict[int, Bucket], real: np.ndarray | None = None,
+                      flipped: dict[int, tuple[list[int], list[bool]]] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``image.apply`` and ``_partition`` of each PartitionChangeRecord at ``rows`` (positions in the
         stretch), grouped by partition (``held``: their numbers, ascending): each field carried forward from
-        the partition's state held in ``cols`` (``merge_partition``), the track's leader and ISR before each
+        the partition's state held in ``cols`` (``merge_partition``; ``replicas``: a count, -1 unchanged), the
+        track's leader and ISR before each
         record, its health flags after; ``cols`` left as the last record leaves the partition. Rows not ``real``
         are a broker record's recheck of the partition (``_flip_rows``): it sets nothing, and its flags read the
         broker as the record leaves it; ``flipped``: the brokers whose availability moves in the stretch, where
@@ -847,10 +861,13 @@ class _Walker:
         ends[-1] = m - 1
         slots = self.slot_of[held]
         numbers = self.cols[slots]
-        (seed_leader, seed_isr, track_leader, track_isr, replicas, elr, topic, leader_epoch,
+        (seed_leader, seed_isr, track_leader, track_isr, seed_replicas, elr, topic, leader_epoch,
          partition_epoch) = numbers[:, :_FLAGS].T
         new_leader, leader_set = _carried(leader[order], NO_LEADER_CHANGE, head, group, seed_leader)
         new_isr, _ = _carried(isr[order], -1, head, group, seed_isr)
+        # replica counts (a reassignment's, set as ``merge_partition`` of its replicas sets them: ``_merge_passed``)
+        new_replicas = _carried(replicas[order], -1, head, group, seed_replicas)[0] if (replicas >= 0).any() \
+            else seed_replicas[group]
         was_leader = np.empty(m, np.int64)
         was_leader[1:] = new_leader[:-1]
         was_leader[starts] = track_leader
@@ -859,7 +876,7 @@ class _Walker:
         was_isr[starts] = track_isr
         # health flags after each record (``_set_health``), and before it
         sizes = self._isr_sizes()[new_isr]
-        flags = self._flags(new_leader, sizes, topic[group], replicas[group], elr[group])
+        flags = self._flags(new_leader, sizes, topic[group], new_replicas, elr[group])
         at = rows[order]  # sorted row -> its place in the stretch
         for broker, (places, states) in (flipped or {}).items():  # as it was where each row comes
             led = (new_leader == broker).nonzero()[0]
@@ -887,6 +904,7 @@ class _Walker:
         cols[slots, _LEADER_EPOCH] = epoch_after[ends] + leader_epoch
         cols[slots, _PARTITION_EPOCH] = (ends - starts + 1 if real is None else np.add.reduceat(real, starts, dtype=np.int64)) + partition_epoch
         cols[slots, _FLAGS] = flags[ends]
+        cols[slots, _REPLICAS] = new_replicas[ends]
         cols[slots, _CHURN] += np.add.reduceat(churn, starts, axis=1).T
         self._fold_events(at, moved, was_leader, new_leader, leader_epoch[group] + epoch_after, unclean, offsets, ts,
                           group, held)
@@ -1468,10 +1486,10 @@ class _Told:
     def __init__(self) -> None:
         self.ids = np.zeros(0, np.int64)  # sorted
         self.rows_of = np.zeros(0, np.int64)  # each id's row in ``rows``
-        self.rows = np.zeros((0, 5), np.int64)  # kind, key, leader, ISR, passed
+        self.rows = np.zeros((0, _TOLD), np.int64)  # kind, key, leader, ISR, passed, replicas (``_Walker._kind``)
         self.held: list = []  # the record of each row
 
-    def kinds(self, decoded: list, tell: Callable[[Any], tuple[int, int, int, int, int]]) -> np.ndarray:
+    def kinds(self, decoded: list, tell: Callable[[Any], tuple[int, ...]]) -> np.ndarray:
         """The row of each of ``decoded``, those not here told (in the order they first come) and kept."""
         ids = np.fromiter(map(id, decoded), np.int64, len(decoded))
         numbers = self._find(ids)
@@ -1489,7 +1507,7 @@ class _Told:
             rank = np.empty(len(first), np.int64)
             rank[by_first] = np.arange(len(first))
             records = [decoded[i] for i in new[first[by_first]].tolist()]
-            rows = np.asarray([tell(r) for r in records], np.int64).reshape(-1, 5)
+            rows = np.asarray([tell(r) for r in records], np.int64).reshape(-1, _TOLD)
             base = len(self.held)
             self.held += records
             self.rows = np.concatenate([self.rows, rows])
