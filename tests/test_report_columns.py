@@ -541,7 +541,8 @@ def test_whether_a_broker_leads_an_unheld_partition_is_counted_as_it_is_read(tmp
 
 def test_which_records_keep_the_min_isrs_known():
     """A config of another key leaves every min ISR as it was (a ConfigRecord sets or deletes its one key); a min
-    ISR config, a topic, a record not decoded and a new epoch's leader do not."""
+    ISR config, a topic and a record not decoded do not; a new epoch's leader does (``_leader_change`` forgets them
+    where the node's moves: ``tests/test_report_health.py``)."""
     keeps = collect_module._keeps_min_isr
 
     def config(name: str, value: str | None = "2") -> object:
@@ -554,7 +555,7 @@ def test_which_records_keep_the_min_isrs_known():
                                       config("min.insync.replicas"), config("min.insync.replicas", None), topic,
                                       decode_metadata(_change(3, isr=[1])[:-2]))] == [
         True, True, True, False, False, False, False]
-    assert not keeps(decode_metadata(encode_metadata("NO_OP_RECORD", 0, {})), "LEADER_CHANGE")
+    assert keeps(decode_metadata(encode_metadata("NO_OP_RECORD", 0, {})), "LEADER_CHANGE")
 
 
 def test_blocks_of_consecutive_offsets_are_folded_as_one(tmp_path, monkeypatch):

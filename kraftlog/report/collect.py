@@ -112,9 +112,10 @@ _READS_NO_PARTITION = frozenset({BEGIN, END, ABORT,
     "REMOVE_DELEGATION_TOKEN_RECORD", "FEATURE_LEVEL_RECORD", "ZK_MIGRATION_STATE_RECORD", "PRODUCER_IDS_RECORD",
     "LEADER_CHANGE", "KRAFT_VOTERS", "KRAFT_VERSION"})
 _TOPIC_KINDS = frozenset({"TOPIC_RECORD", "REMOVE_TOPIC_RECORD"})  # they replace or drop a topic's partitions
-#: Records that leave what ``min_isr`` reads (configs, topic names, the epoch's leader) as it was: the min ISRs
-#: known stay known across them (any other record forgets them).
-_KEEPS_MIN_ISR = _PARTITION_KINDS | (_READS_NO_PARTITION - {"CONFIG_RECORD", END, "LEADER_CHANGE"})
+#: Records that leave what ``min_isr`` reads (configs, topic names) as it was: the min ISRs known stay known across
+#: them (any other record forgets them: ``_forget_min_isrs_moved_by``). A new epoch's leader may move the node's
+#: (``_leader_change``).
+_KEEPS_MIN_ISR = _PARTITION_KINDS | (_READS_NO_PARTITION - {"CONFIG_RECORD", END})
 _SEEN_MAX = 1 << 15  # decoded records whose kind is remembered across walks
 _TOLD = 6  # what ``_Walker._kind`` tells of a record: kind, partition, leader, ISR, passed fields, replicas
 _NOT_TAKEN = (_OTHER, -1, 0, -1, -1, -1)  # a record of no fold's kind, as ``_Walker._kind`` tells it
@@ -191,6 +192,9 @@ class _Walker:
         self.pending: list[tuple[Entry, Any]] = []  # records of an open metadata transaction
         self.topic_names = {tid: t["name"] for tid, t in image.topics.by_id.items()}
         self.seen_names = set(image.topics.id_by_name)
+        self.named: dict[str, list[str]] = {}  # topic name -> the topic ids named so (``_forget_min_isrs_moved_by``)
+        for tid, name in self.topic_names.items():
+            self.named.setdefault(name, []).append(tid)
         self.topic_partitions: dict[str, list[tuple[str, int]]] = {}
         self.removed: set[tuple[str, int]] = set()  # removed partitions still in the model
         self.broker_states: dict[int, str] = {}
@@ -303,16 +307,17 @@ class _Walker:
         model.last_offset = e.offset
         self.entry, self.entry_bucket = e, self._count(e.timestamp, e.offset, kind)
         if self.epoch is None or e.epoch > self.epoch.epoch:
+            node = self._node_min_isr()
             self.epoch = Epoch(e.epoch, e.offset, e.timestamp)
             model.epochs.append(self.epoch)
-            self._forget_min_isrs()  # the new epoch's leader is not known yet
+            if self._node_min_isr() != node:  # the new epoch's leader is not known yet
+                self._forget_min_isrs()
         image = self.image
         if kind in _PARTITION_KINDS and image.transaction is None and rec.error is None:
             image.apply(rec, e.offset, e.timestamp, e.epoch)  # the general way below, in fewer steps
             self._partition(e, rec.data, None)
         else:
-            if not _keeps_min_isr(rec, kind):
-                self._forget_min_isrs()  # it may move a config min ISR comes from
+            self._forget_min_isrs_moved_by(rec, kind)  # it may move a config min ISR comes from
             self._apply(e, kind)
         if self.health_moved:
             self._health_moved(e)
@@ -489,13 +494,15 @@ class _Walker:
 
     def _removals_end(self, a: int, z: int, held: np.ndarray) -> int:
         """The end of the stretch from ``a`` (``z`` at most): the first RemoveTopicRecord of a topic a change or a
-        recheck of the stretch is of (its partitions' states, tracks and flags are the fold's), else ``z``."""
+        recheck of the stretch is of (its partitions' states, tracks and flags are the fold's), or of a topic of the
+        same name as one (the removal drops its name's configs, so a min ISR the fold reads once), else ``z``."""
         codes = held if self.rechecks is None else np.concatenate([held, self.rechecks[1]])
         topics = set(self.cols[self.slot_of[codes], _TOPIC].tolist())
+        named, names, topic_codes = self.named, self.topic_names, self.topic_codes
         for p, tid in self.removals:
             if p >= z:
                 break
-            if self.topic_codes.get(tid, -1) in topics:
+            if any(topic_codes.get(t, -1) in topics for t in (tid, *named.get(names.get(tid), ()))):
                 return p
         return z
 
@@ -762,8 +769,7 @@ class _Walker:
                 was = bid is not None and _unavailable(registrations.get(bid))
                 if self.held and kind[i] == _REMOVAL:
                     self._release_read_by(rec, rec.type)  # (of its topic none is the fold's: ``_removals_end``)
-                if not _keeps_min_isr(rec, rec.type):
-                    self._forget_min_isrs()
+                self._forget_min_isrs_moved_by(rec, rec.type)
                 counts = self.health_counts
                 self._apply(e, rec.type)
                 if self.health_counts != counts:
@@ -1160,8 +1166,11 @@ class _Walker:
 
     def _leader_change(self, e: Entry, data: dict) -> None:
         if self.epoch is not None:
+            node = self._node_min_isr()
             self.epoch.leader = data["leaderId"]
             self.epoch.voters = ", ".join(str(v["voterId"]) for v in data.get("voters") or [])
+            if self._node_min_isr() != node:  # the min ISR of a topic with no config of its own
+                self._forget_min_isrs()
         configs = self.image.configs.resources
         if any(t == BROKER and name and MIN_ISR in c for (t, name), c in configs.items()):
             self._recheck(self._all_partitions())  # min ISR may come from the new active controller's config
@@ -1230,6 +1239,7 @@ class _Walker:
         name, tid = data["name"], data["topicId"]
         again = " (re-created: new topic id)" if name in self.seen_names else ""
         self.topic_names[tid] = name
+        self.named.setdefault(name, []).append(tid)
         self.seen_names.add(name)
         self.model.topic_events.append(Event(e.offset, e.timestamp, "created", name, f"topic id {tid}{again}",
                                              len(self.image.topics.by_id)))
@@ -1311,6 +1321,30 @@ class _Walker:
         self.min_isrs.clear()
         self.node_min_isr = None
         self.min_isr_era += 1
+
+    def _forget_min_isrs_moved_by(self, rec: Any, kind: str) -> None:
+        """Forget the min ISRs the record may move (``_keeps_min_isr``): outside a transaction, a topic's creation or
+        removal, and a topic's min.insync.replicas config, only those of the topics of its name (a TopicRecord names
+        its topic id; a RemoveTopicRecord drops its topic's name's configs, ``ClusterImage._remove_topic``; a topic's
+        config is its name's), any other such record all of them."""
+        if _keeps_min_isr(rec, kind):
+            return
+        if rec.error is None and self.image.transaction is None:
+            if kind in _TOPIC_KINDS:
+                tid = rec.data["topicId"]
+                self._forget_topic_min_isrs([tid, *self.named.get(self.topic_names.get(tid), ())])
+                return
+            if kind == "CONFIG_RECORD" and rec.data["resourceType"] == TOPIC and rec.data["resourceName"]:
+                self._forget_topic_min_isrs(self.named.get(rec.data["resourceName"], ()))
+                return
+        self._forget_min_isrs()
+
+    def _forget_topic_min_isrs(self, tids) -> None:
+        known, codes = self.topic_min_isr, self.topic_codes
+        for tid in tids:
+            self.min_isrs.pop(tid, None)
+            if (code := codes.get(tid)) is not None and code < len(known):
+                known[code, 1] = -1  # (no era's)
 
     def _topic_min_isr(self, tid: str) -> int:
         min_isr = self.min_isrs.get(tid)
