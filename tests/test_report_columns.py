@@ -447,6 +447,31 @@ def _walker():
     return collect_module._Walker(collect_module.Timeline("", "", 1, ""), ClusterImage(), 10, True)
 
 
+def test_leaders_availability_read_by_id_agrees_with_each_leader_told(monkeypatch):
+    """``_flags`` reads the availability of leaders 0..255 from a table by broker id and tells each other leader
+    (and any of a leader below -1) on its own: both give each partition's leader as unavailable where its broker
+    is fenced or not registered, and no partition without a leader as unavailable."""
+    import numpy as np
+
+    w = _walker()
+    w.image.brokers.registrations = {b: {"fenced": fenced} for b, fenced in ((0, False), (1, True), (3, False),
+                                                                              (300, False), (301, True))}
+    w.topic_ids, w.topic_codes = ["x"], {"x": 0}
+    unavailable = {-1: 0, 0: 0, 1: 1, 2: 1, 3: 0, 255: 1, 300: 0, 301: 1, -3: 0}
+
+    def told(leaders: list[int], looked_up: int) -> list[int]:
+        monkeypatch.setattr(collect_module, "_LOOKED_UP", looked_up)
+        n = len(leaders)
+        flags = w._flags(np.asarray(leaders, np.int64), np.full(n, 2), np.zeros(n, np.int64), np.full(n, 2),
+                         np.zeros(n, np.int64))
+        assert ((flags & 1) == (np.asarray(leaders) < 0)).all()  # (offline)
+        return ((flags >> 1) & 1).tolist()
+
+    for leaders in ([-1, 0, 1, 2, 3, 255, 0, -1], [3, 300, 301, -1, 1], [0, -3, 1], [-1], []):
+        for looked_up in (256, 0):
+            assert told(leaders, looked_up) == [unavailable[b] for b in leaders], (leaders, looked_up)
+
+
 def test_isrs_compared_as_bits_agree_with_sets(monkeypatch):
     """``_isr_moves_of`` and ``_isr_holds`` on ISRs of brokers 0..62 as bits give what the sets give, and ISRs
     holding another broker (63, -1) are taken as sets: literal values, then every pair both ways."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -88,6 +89,7 @@ _OTHER, _NOOP, _CHANGE = 0, 1, 2  # what a record of a ``Block`` is to ``add_rec
 #: Whether ISRs of brokers 0.._MASK_BITS-1 are compared as bits (``_isr_masks``; tests compare both ways).
 MASKED_ISRS = True
 _MASK_BITS = 63  # bits of an int64 a broker may take (the sign bit not)
+_LOOKED_UP = 256  # leaders below this id: their availability read from a table by id (``_flags``)
 _REGISTRY_MAX = 1 << 18  # partitions and ISRs named by number in folds, before the numbers start over
 #: A held partition's columns (``_Walker.cols``): its state's leader and ISR (by number), its track's, its
 #: replicas, ELR set, topic (by number), epochs, health flags, and the churn its track has not been told yet.
@@ -927,12 +929,17 @@ class _Walker:
         """``_set_health``'s flags (each a number: ``_FLAG_TUPLES``) of partitions given as columns: leader, ISR
         size, topic (by number), replicas and whether an ELR is set."""
         live = leader >= 0
-        unavailable = np.zeros(len(leader), bool)
-        leaders = _distinct(leader[live]).tolist()
-        if leaders:
-            registrations = self.image.brokers.registrations
-            fenced = [_unavailable(registrations.get(b)) for b in leaders]
-            unavailable[live] = np.asarray(fenced, bool)[np.searchsorted(leaders, leader[live])]
+        registrations = self.image.brokers.registrations
+        if len(leader) and int(leader.min()) >= -1 and (top := int(leader.max())) < _LOOKED_UP:  # (most: few brokers)
+            # each broker's, by id (no leader: the last, read as available, as ``live`` says it is none)
+            table = np.fromiter((_unavailable(registrations.get(b)) for b in range(top + 1)), bool, top + 1)
+            unavailable = np.append(table, False)[leader]
+        else:
+            unavailable = np.zeros(len(leader), bool)
+            leaders = _distinct(leader[live]).tolist()
+            if leaders:
+                fenced = [_unavailable(registrations.get(b)) for b in leaders]
+                unavailable[live] = np.asarray(fenced, bool)[np.searchsorted(leaders, leader[live])]
         known, era = self.topic_min_isr, self.min_isr_era
         if len(known) < len(self.topic_ids):
             known = self.topic_min_isr = np.concatenate([known, np.full((len(self.topic_ids), 2), -1, np.int64)])
@@ -1541,7 +1548,7 @@ class _Told:
             rank = np.empty(len(first), np.int64)
             rank[by_first] = np.arange(len(first))
             records = [decoded[i] for i in new[first[by_first]].tolist()]
-            rows = np.asarray([tell(r) for r in records], np.int64).reshape(-1, _TOLD)
+            rows = np.fromiter(chain.from_iterable(map(tell, records)), np.int64, _TOLD * len(records)).reshape(-1, _TOLD)
             base = len(self.held)
             self.held += records
             self.rows = np.concatenate([self.rows, rows])
