@@ -312,6 +312,11 @@ def test_the_fold_agrees_with_add_on_generated_logs(tmp_path, monkeypatch):
         folded = _both(node, tmp_path, monkeypatch)
         assert folded["changes"] > 100, (name, folded)
         _both(node, tmp_path, monkeypatch, max_buckets=10)
+    # partitions told apart in a table and grouped by a comparison sort (the others' ways: small stretches sorted,
+    # groups by radix)
+    monkeypatch.setattr(collect_module, "_SORTED_KEYS", -1)
+    monkeypatch.setattr(collect_module, "_RADIX_GROUPS", 0)
+    _both(node, tmp_path, monkeypatch)
 
 
 def test_the_fold_agrees_with_add_on_fixtures_and_the_real_corpus(tmp_path, monkeypatch, corpus):

@@ -89,6 +89,9 @@ _OTHER, _NOOP, _CHANGE = 0, 1, 2  # what a record of a ``Block`` is to ``add_rec
 #: Whether ISRs of brokers 0.._MASK_BITS-1 are compared as bits (``_isr_masks``; tests compare both ways).
 MASKED_ISRS = True
 _MASK_BITS = 63  # bits of an int64 a broker may take (the sign bit not)
+#: Partition numbers ``_distinct_keys`` sorts at most (beyond: marked in a table), and the partitions a fold's
+#: changes are grouped by as 16-bit numbers at most (``_fold_changes``; tests take each way).
+_SORTED_KEYS, _RADIX_GROUPS = 256, 1 << 16
 _LOOKED_UP = 256  # leaders below this id: their availability read from a table by id (``_flags``)
 _REGISTRY_MAX = 1 << 18  # partitions and ISRs named by number in folds, before the numbers start over
 #: A held partition's columns (``_Walker.cols``): its state's leader and ISR (by number), its track's, its
@@ -236,6 +239,8 @@ class _Walker:
         # does not grow it.
         self.cols = np.zeros((0, _WIDTH), np.int64)
         self.slot_of = np.zeros(0, np.int64)  # partition number -> its row in ``cols`` (-1: not held)
+        self.key_marks = np.zeros(0, bool)  # by partition number (``_distinct_keys``)
+        self.key_group = np.zeros(0, np.int64)  # by partition number: its group in ``_fold_changes``
         self.code_of = np.zeros(0, np.int64)  # row of ``cols`` -> the partition held there (-1: free)
         self.slot_held = np.empty(0, object)  # row of ``cols`` -> the ``held`` entry of the partition held there
         self.free: list[int] = []
@@ -632,7 +637,7 @@ class _Walker:
         """The partitions the records change, by number ascending, each held in ``cols`` (those not yet held
         read from the image, the track and ``health``); None (the partitions noted in ``skipped``) when one
         has no state, track or flags, as ``_partition`` then takes another way."""
-        codes = _distinct(keys)
+        codes = self._distinct_keys(keys)
         if len(self.slot_of) < len(self.keys):
             self.slot_of = np.concatenate([self.slot_of, np.full(max(len(self.keys), 1024), -1, np.int64)])
         new = codes[self.slot_of[codes] < 0].tolist()
@@ -682,6 +687,19 @@ class _Walker:
             for slot, code in zip(slots, taken, strict=True):
                 self.slot_held[slot] = self.held[code]
         return codes if len(taken) == len(new) else None
+
+    def _distinct_keys(self, keys: np.ndarray) -> np.ndarray:
+        """``_distinct`` of partition numbers; many are marked in a table by number instead of sorted (a sort costs
+        more per number than a pass over the table once they are more than a few hundred)."""
+        if len(keys) <= _SORTED_KEYS + len(self.keys) // 128:
+            return _distinct(keys)
+        marks = self.key_marks
+        if len(marks) < len(self.keys):
+            marks = self.key_marks = np.zeros(2 * len(self.keys), bool)
+        marks[keys] = True
+        codes = np.flatnonzero(marks)
+        marks[codes] = False  # (all False between calls)
+        return codes
 
     def _release(self, codes: list[int]) -> None:
         """Write the held partitions back (the image's state, the track, ``leader_of`` and ``health``), as
@@ -855,7 +873,13 @@ class _Walker:
         are a broker record's recheck of the partition (``_flip_rows``): it sets nothing, and its flags read the
         broker as the record leaves it; ``flipped``: the brokers whose availability moves in the stretch, where
         and to what (the first: as it was). The rows that moved their partition's flags, and by what (log order)."""
-        order = key.argsort(kind="stable")  # by partition, each in log order
+        if len(held) < _RADIX_GROUPS:  # (a stable sort of 16-bit numbers is a radix sort: no comparisons)
+            if len(self.key_group) < len(self.keys):
+                self.key_group = np.zeros(2 * len(self.keys), np.int64)
+            self.key_group[held] = np.arange(len(held))
+            order = self.key_group[key].astype(np.uint16).argsort(kind="stable")  # by partition, each in log order
+        else:
+            order = key.argsort(kind="stable")
         m = len(order)
         codes = key[order]
         head = np.empty(m, bool)
