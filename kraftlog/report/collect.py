@@ -522,8 +522,11 @@ class _Walker:
         places, codes = [], []
         held_rows = self.code_of >= 0
         held_codes, held_leaders = self.code_of[held_rows], self.cols[held_rows, _LEADER]
+        changes = a + np.flatnonzero(kind[a:flips[-1][0] if flips else a] == _CHANGE)  # (up to the last flip)
+        change_keys, change_leaders = key[changes], leader[changes]
         for p, b in flips:
-            mine = [held_codes[held_leaders == b], key[a:p][(kind[a:p] == _CHANGE) & (leader[a:p] == b)]]
+            before = int(np.searchsorted(changes, p))  # the changes before it
+            mine = [held_codes[held_leaders == b], change_keys[:before][change_leaders[:before] == b]]
             led = self.led.get(b, ())
             if len(led) > self.held_led.get(b, 0):  # some written back (those held: in ``cols``)
                 numbered = list(map(self.key_codes.get, led))
