@@ -504,12 +504,13 @@ class _Walker:
         recheck of the stretch is of (its partitions' states, tracks and flags are the fold's), or of a topic of the
         same name as one (the removal drops its name's configs, so a min ISR the fold reads once), else ``z``."""
         codes = held if self.rechecks is None else np.concatenate([held, self.rechecks[1]])
-        topics = set(self.cols[self.slot_of[codes], _TOPIC].tolist())
+        changed = np.zeros(len(self.topic_ids) + 1, bool)  # by topic number (the last: a topic with none)
+        changed[self.cols[self.slot_of[codes], _TOPIC]] = True
         named, names, topic_codes = self.named, self.topic_names, self.topic_codes
         for p, tid in self.removals:
             if p >= z:
                 break
-            if any(topic_codes.get(t, -1) in topics for t in (tid, *named.get(names.get(tid), ()))):
+            if any(changed[topic_codes.get(t, -1)] for t in (tid, *named.get(names.get(tid), ()))):
                 return p
         return z
 
@@ -949,7 +950,7 @@ class _Walker:
         sorted_at[order] = np.arange(m)
         moved = (flags != before)[sorted_at].nonzero()[0]  # in log order
         at = sorted_at[moved]
-        return rows[moved], _unpacked(flags[at]) - _unpacked(before[at])
+        return rows[moved], _FLAG_DELTAS[flags[at], before[at]]
 
     def _flags(self, leader: np.ndarray, sizes: np.ndarray, topic: np.ndarray, replicas: np.ndarray,
                elr: np.ndarray) -> np.ndarray:
@@ -996,7 +997,7 @@ class _Walker:
         old = held[:, _FLAGS]
         moved = flags != old
         if moved.any():
-            delta = (_unpacked(flags[moved]) - _unpacked(old[moved])).sum(axis=0)
+            delta = _FLAG_DELTAS[flags[moved], old[moved]].sum(axis=0)
             self.health_counts = tuple(map(operator.add, self.health_counts, delta.tolist()))
             self.cols[rows, _FLAGS] = flags
             self.health_moved = True
@@ -1631,6 +1632,10 @@ def _keeps_min_isr(rec: Any, kind: str) -> bool:
 def _unpacked(flags: np.ndarray) -> np.ndarray:
     """Flags numbered as ``_FLAG_TUPLES`` as rows of 0 and 1."""
     return (flags[:, None] >> _FLAG_BITS) & 1
+
+
+#: By the flags after and before (numbered as ``_FLAG_TUPLES``), the move of each health count.
+_FLAG_DELTAS = _unpacked(np.arange(len(_FLAG_TUPLES)))[:, None] - _unpacked(np.arange(len(_FLAG_TUPLES)))[None, :]
 
 
 def _min_isr_of(config: dict | None) -> int | None:
