@@ -392,8 +392,8 @@ class _Walker:
                 self.told = _Told()
             self.values = run.decoded
             self.value_kinds = np.ascontiguousarray(self.told.kinds(run.decoded, self._kind).T)
-        kind, key, leader, isr, passed, replicas = self.value_kinds[:, run.kv]  # (each a row: contiguous)
-        return kind, key, leader, isr, passed, replicas
+        kv = run.kv
+        return tuple(row[kv] for row in self.value_kinds)  # (row by row: a 2-d take costs several times more)
 
     def _kind(self, rec: Any) -> tuple[int, ...]:
         """A record's row of ``_Told.rows``."""
