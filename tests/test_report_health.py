@@ -37,15 +37,21 @@ def elr_change(topic: str, pid: int, **fields) -> tuple[str, int, dict]:
     return ("PARTITION_CHANGE_RECORD", 2, {"partitionId": pid, "topicId": uuid(topic), **fields})
 
 
-@pytest.fixture(scope="module")
-def scenario(tmp_path_factory):
-    """Brokers 1-3; topic t (min.insync.replicas 2 on the topic) and topic u (no topic config)."""
+def _three_brokers() -> LogWriter:
+    """A log of controller 1's epoch, then brokers 1-3 registered and unfenced."""
     w = LogWriter()
     w.last_ts = T0
     w.leader_change(T0, 1, [1, 2, 3])
     w.records(T0, ("FEATURE_LEVEL_RECORD", 0, {"name": "metadata.version", "featureLevel": 25}))
     w.records(T0 + 100, broker(1, 10), broker(2, 11), broker(3, 12))
     w.records(T0 + 200, *(registration_change(b, 9 + b, fenced=-1) for b in (1, 2, 3)))
+    return w
+
+
+@pytest.fixture(scope="module")
+def scenario(tmp_path_factory):
+    """Brokers 1-3; topic t (min.insync.replicas 2 on the topic) and topic u (no topic config)."""
+    w = _three_brokers()
     w.records(T0 + 300, ("TOPIC_RECORD", 0, {"name": "t", "topicId": uuid("t")}),
               config(2, "t", "min.insync.replicas", "2"),
               *(partition("t", p, [1 + (p + i) % 3 for i in range(3)]) for p in range(3)),
@@ -232,12 +238,7 @@ def test_min_isr_is_forgotten_for_the_topics_a_record_moves(tmp_path, monkeypatc
     topic of that name (two ids named t: removing one leaves the other at the cluster default), and a topic's min
     ISR config moves those of its name, whether the changes that read them are folded or taken one by one."""
     monkeypatch.setattr(collect_module, "FAST_COLUMNS", fast)
-    w = LogWriter()
-    w.last_ts = T0
-    w.leader_change(T0, 1, [1, 2, 3])
-    w.records(T0, ("FEATURE_LEVEL_RECORD", 0, {"name": "metadata.version", "featureLevel": 25}))
-    w.records(T0 + 100, broker(1, 10), broker(2, 11), broker(3, 12))
-    w.records(T0 + 200, *(registration_change(b, 9 + b, fenced=-1) for b in (1, 2, 3)))
+    w = _three_brokers()
     w.records(T0 + 300, ("TOPIC_RECORD", 0, {"name": "t", "topicId": uuid("t")}),
               config(2, "t", "min.insync.replicas", "3"), partition("t", 0, [1, 2, 3]),
               ("TOPIC_RECORD", 0, {"name": "t", "topicId": uuid("t2")}), partition("t2", 0, [1, 2, 3]))
