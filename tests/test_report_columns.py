@@ -738,11 +738,10 @@ def test_a_fencing_of_a_leader_is_folded_with_the_rechecks_it_makes(tmp_path, mo
                                                                          (17, "t-0", 2)]
 
 
-def test_a_topic_removal_is_folded_where_the_stretch_changes_none_of_its_partitions(tmp_path, monkeypatch):
-    """With ``FOLDED_REMOVALS`` a RemoveTopicRecord goes by no ``add``: gone's partition, held from a stretch
-    before a config, is written back and dropped where the removal comes, its health counted there between the
-    fold's changes; u's, changed earlier in the stretch, ends the stretch and is carried by the next; model, page
-    and image as ``add`` gives them (and without ``FOLDED_REMOVALS``)."""
+def test_a_topic_removal_ends_a_stretch(tmp_path, monkeypatch):
+    """A RemoveTopicRecord goes by ``add`` (folding it where the stretch changes none of its topic's partitions
+    gained no CPU): gone's partition, held from a stretch before a config, is written back and dropped where the
+    removal comes, and so is u's, changed earlier in the stretch; model, page and image as ``add`` gives them."""
     u_id = "AAAAAAAAAAAAAAAAAAAAAw"
     change, noop = _plan_change, ("NO_OP_RECORD", 0, {})
 
@@ -756,17 +755,12 @@ def test_a_topic_removal_is_folded_where_the_stretch_changes_none_of_its_partiti
     later = [change(0, topic=GONE_ID, isr=[1]), config, change(0, isr=[1]), noop, remove(GONE_ID), change(1, isr=[2]),
              change(0, isr=[1, 2]), change(0, topic=u_id, isr=[2]), noop, remove(u_id), change(1, isr=[1, 2]), noop]
     node, added = _added_after_setup(tmp_path, monkeypatch, setup, later)
-    monkeypatch.setattr(collect_module, "FOLDED_REMOVALS", False)
     _both(node, tmp_path, monkeypatch)
-    assert added == [10, 13, 18]
-    monkeypatch.setattr(collect_module, "FOLDED_REMOVALS", True)
-    added.clear()
-    _both(node, tmp_path, monkeypatch)
-    assert added == [10]  # (a min ISR config: ``add``)
+    assert added == [10, 13, 18]  # (10: a min ISR config)
     monkeypatch.setattr(collect_module, "FAST_COLUMNS", True)
     added.clear()
     m = collect_module.collect(node)
-    assert added == [10]
+    assert added == [10, 13, 18]
     # (no leader, leader fenced, below min ISR, below replicas, ELR): 13 and 18 drop gone-0's and u-0's
     assert [(o, h) for o, _, h in m.health_changes] == [
         (9, (0, 0, 0, 1, 0)), (11, (0, 0, 0, 2, 0)), (13, (0, 0, 0, 1, 0)), (14, (0, 0, 0, 2, 0)),

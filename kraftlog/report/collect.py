@@ -70,9 +70,6 @@ FOLDED_REPLICAS = True
 #: Whether a broker record that moves its broker's availability to lead is folded too where its broker leads
 #: partitions up to it in the stretch: their flags are rechecked where it comes (``_flip_rows``; tests compare).
 FOLDED_FLIPS = True
-#: Whether a RemoveTopicRecord is folded too where no change or recheck of the stretch is of its topic: the health
-#: it moves counted where it comes (``_fold_health``; tests compare both ways).
-FOLDED_REMOVALS = True
 #: Most records of the blocks ``collect`` joins into one for ``add_records`` (1: none joined; tests).
 JOINED_RECORDS = 1 << 15
 #: Removed partitions kept at most (those of most churn; None: all): the page draws TOP_PARTITIONS,
@@ -140,9 +137,8 @@ _NO_OP_KEY, _CONFIG_KEY = BY_TYPE_NAME[NO_OP].api_key, BY_TYPE_NAME["CONFIG_RECO
 #: (``_past_brokers``): they leave their broker as available to lead as it was (registered and unfenced, or
 #: not), or it leads no partition up to them in the stretch.
 _BROKER_CODES = {name: _ASIDE + len(_ASIDE_TYPES) + i for i, name in enumerate(Brokers().handlers())}
-_REMOVAL = _ASIDE + len(_ASIDE_TYPES) + len(_BROKER_CODES)  # a RemoveTopicRecord a fold carries (``_past_brokers``)
 #: Records of no fold's own kind that ``_past_brokers`` may carry.
-_PAST_KEYS = frozenset(BY_TYPE_NAME[name].api_key for name in [*_BROKER_CODES, "REMOVE_TOPIC_RECORD"])
+_PAST_KEYS = frozenset(BY_TYPE_NAME[name].api_key for name in _BROKER_CODES)
 
 
 def collect(source: NodeDir | Log, *, limits: Limits = Limits(), max_buckets: int = MAX_BUCKETS,
@@ -228,7 +224,6 @@ class _Walker:
         self.passed: list[dict] = []  # a taken change's ``columns.PASSED`` fields, by number
         self.passed_state: dict[int, dict] = {}  # held partition -> its state after the passed fields folded
         self.flips: list[tuple[int, int]] = []  # the stretch's broker records moving availability: place, broker
-        self.removals: list[tuple[int, str]] = []  # the stretch's RemoveTopicRecords: place, topic id
         self.rechecks: tuple[np.ndarray, np.ndarray] | None = None  # the stretch's partitions rechecked at them:
         # place in the stretch, partition number (``_flip_rows``)
         self.folding = False  # while a fold applies its asides (their rechecks are the fold's: ``_broker``)
@@ -456,7 +451,7 @@ class _Walker:
         """The records from ``a`` up to the first one a fold cannot take (``a``: none), and the partitions
         they change, held (``_hold``), with their passed fields merged (``_merge_passed``). ``stops``: by
         epoch, where the run has records no fold takes below it."""
-        self.flips, self.rechecks, self.removals = [], None, []
+        self.flips, self.rechecks = [], None
         if self.epoch is None or self.image.transaction is not None:
             return a, None
         epoch = self.epoch.epoch
@@ -480,13 +475,6 @@ class _Walker:
                     if end == a:
                         return a, None
                     z, held = end, self._hold(key[a:end][kind[a:end] == _CHANGE])  # (held already)
-                if self.removals and self.removals[0][0] < z and (end := self._removals_end(a, z, held)) < z:
-                    if end == a:
-                        return a, None
-                    z, held = end, self._hold(key[a:end][kind[a:end] == _CHANGE])  # (held already)
-                    if self.rechecks is not None:
-                        mine = self.rechecks[0] < z - a
-                        self.rechecks = self.rechecks[0][mine], self.rechecks[1][mine]
                 cut = self._merge_passed(key, passed, a, z)
                 if cut == a:
                     return a, None
@@ -498,21 +486,6 @@ class _Walker:
                 if cut == z:
                     return z, held
                 return cut, self._hold(key[a:cut][kind[a:cut] == _CHANGE])
-
-    def _removals_end(self, a: int, z: int, held: np.ndarray) -> int:
-        """The end of the stretch from ``a`` (``z`` at most): the first RemoveTopicRecord of a topic a change or a
-        recheck of the stretch is of (its partitions' states, tracks and flags are the fold's), or of a topic of the
-        same name as one (the removal drops its name's configs, so a min ISR the fold reads once), else ``z``."""
-        codes = held if self.rechecks is None else np.concatenate([held, self.rechecks[1]])
-        changed = np.zeros(len(self.topic_ids) + 1, bool)  # by topic number (the last: a topic with none)
-        changed[self.cols[self.slot_of[codes], _TOPIC]] = True
-        named, names, topic_codes = self.named, self.topic_names, self.topic_codes
-        for p, tid in self.removals:
-            if p >= z:
-                break
-            if any(changed[topic_codes.get(t, -1)] for t in (tid, *named.get(names.get(tid), ()))):
-                return p
-        return z
 
     def _flip_rows(self, a: int, z: int, kind: np.ndarray, key: np.ndarray, leader: np.ndarray) -> int:
         """For each broker record from ``a`` to ``z`` that moves its broker's availability (``flips``), the
@@ -577,19 +550,12 @@ class _Walker:
         written back, none made its leader by a change before them), each marked in ``kind`` as an aside: the
         flags the fold gives before them do not read the broker, and those after read it as they leave it. Any
         that fails to replay ends the stretch. With ``FOLDED_FLIPS`` one that moves its broker's availability is
-        carried too, noted in ``flips`` (``_flip_rows``); with ``FOLDED_REMOVALS`` a RemoveTopicRecord is, noted in
-        ``removals`` (``_removals_end``)."""
+        carried too, noted in ``flips`` (``_flip_rows``)."""
         scratch: Brokers | None = None
         while z < len(kind) and run.epochs[z] <= self.epoch.epoch:
             rec = run.decoded[run.kv[z]]
             code = _BROKER_CODES.get(rec.type) if type(rec) is MetadataRecord and rec.error is None else None
             if code is None:
-                if (FOLDED_REMOVALS and type(rec) is MetadataRecord and rec.error is None
-                        and rec.type == "REMOVE_TOPIC_RECORD"):
-                    self.removals.append((z, rec.data["topicId"]))
-                    kind[z] = _REMOVAL
-                    z = int(stop[np.searchsorted(stop, z + 1)])
-                    continue
                 break
             if scratch is None:
                 scratch = Brokers()
@@ -791,8 +757,6 @@ class _Walker:
                 rec = e.record
                 bid = rec.data.get("brokerId", rec.data.get("id")) if rec.type in _BROKER_CODES else None
                 was = bid is not None and _unavailable(registrations.get(bid))
-                if self.held and kind[i] == _REMOVAL:
-                    self._release_read_by(rec, rec.type)  # (of its topic none is the fold's: ``_removals_end``)
                 self._forget_min_isrs_moved_by(rec, rec.type)
                 counts = self.health_counts
                 self._apply(e, rec.type)
@@ -1593,7 +1557,7 @@ class _Told:
         return np.where(self.ids[at] == ids, self.rows_of[at], -1)
 
 
-_NAMES = {_NOOP: NO_OP, _CHANGE: CHANGE, _REMOVAL: "REMOVE_TOPIC_RECORD",
+_NAMES = {_NOOP: NO_OP, _CHANGE: CHANGE,
           **{code: name for name, code in (_ASIDE_CODES | _BROKER_CODES).items()}}
 
 
