@@ -80,6 +80,9 @@ def test_the_fold_is_built_for_what_the_declarations_say(monkeypatch):
     changed = dict(PARTITION_CHANGE_RECORD, leader=Merge("sentinel", "leader", -1, bumps="leaderEpoch"))
     monkeypatch.setattr(columns, "PARTITION_CHANGE_RECORD", changed)
     assert not columns.built()  # a leader field that merges otherwise
+    monkeypatch.setattr(columns, "PARTITION_CHANGE_RECORD", {**PARTITION_CHANGE_RECORD, "replicas": Merge(
+        "placement", "replicas", bumps="leaderEpoch")})
+    assert not columns.built()  # replicas that would bump an epoch the fold reads
     monkeypatch.setattr(columns, "PARTITION_CHANGE_RECORD", {**PARTITION_CHANGE_RECORD, "newField": Merge("replace")})
     assert not columns.built()  # a field the schema does not declare
     monkeypatch.setattr(columns, "PARTITION_CHANGE_RECORD", {k: v for k, v in PARTITION_CHANGE_RECORD.items()
