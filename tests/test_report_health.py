@@ -232,6 +232,20 @@ def test_min_isr_follows_the_epoch_between_partition_records(tmp_path):
         (w.known["shrinks again"][0], (0, 0, 1, 1, 0)), (w.known["next epoch"][0], (0, 0, 0, 1, 0))]
 
 
+def _stepped(tmp_path, w: LogWriter, steps: list[tuple[str, list]]):
+    """The timeline of ``w``'s log then each named step's records 30 s apart, NoOps between (no problems)."""
+    at = T0 + SECOND
+    for name, records in steps:
+        w.noops_until(at)
+        w.records(at, *records, name=name)
+        at += 30 * SECOND
+    w.noops_until(at)
+    write_cluster(tmp_path, w)
+    m = collect(find_nodes(tmp_path)[0])
+    assert not m.problems
+    return m
+
+
 @pytest.mark.parametrize("fast", [True, False])
 def test_min_isr_is_forgotten_for_the_topics_a_record_moves(tmp_path, monkeypatch, fast):
     """A topic's creation leaves the other topics' min ISRs known; a removal drops its name's topic config for every
@@ -252,16 +266,29 @@ def test_min_isr_is_forgotten_for_the_topics_a_record_moves(tmp_path, monkeypatc
         ("t min ISR 2", [config(2, "t", "min.insync.replicas", "2")]),
         ("t-0 shrinks again", [elr_change("t", 0, isr=[1])]),
     ]
-    at = T0 + SECOND
-    for name, records in steps:
-        w.noops_until(at)
-        w.records(at, *records, name=name)
-        at += 30 * SECOND
-    w.noops_until(at)
-    write_cluster(tmp_path, w)
-    m = collect(find_nodes(tmp_path)[0])
-    assert not m.problems
+    m = _stepped(tmp_path, w, steps)
     assert [(o, c) for o, _, c in m.health_changes] == [
         (w.known["t-0 shrinks"][0], (0, 0, 1, 1, 0)), (w.known["t2-0 shrinks"][0], (0, 0, 2, 2, 0)),
         (w.known["t2 deleted"][0], (0, 0, 1, 1, 0)), (w.known["t-0 to 1"][0], (0, 0, 0, 1, 0)),
         (w.known["t-0 shrinks again"][0], (0, 0, 1, 1, 0))]
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_min_isr_of_a_transaction_counts_where_it_commits(tmp_path, monkeypatch, fast):
+    """A min ISR config in a metadata transaction is held with it (the image shows no half transaction): aborted,
+    t keeps min ISR 2; committed, t-0 (2 in sync) is below 3 from the End on."""
+    monkeypatch.setattr(collect_module, "FAST_COLUMNS", fast)
+    w = _three_brokers()
+    w.records(T0 + 300, ("TOPIC_RECORD", 0, {"name": "t", "topicId": uuid("t")}),
+              config(2, "t", "min.insync.replicas", "2"), partition("t", 0, [1, 2, 3]))
+    begin = ("BEGIN_TRANSACTION_RECORD", 0, {"name": "x"})
+    steps = [
+        ("t-0 shrinks", [elr_change("t", 0, isr=[1, 2])]),
+        ("aborted", [begin, config(2, "t", "min.insync.replicas", "3"), ("ABORT_TRANSACTION_RECORD", 0, {"reason": "x"})]),
+        ("t-0 to 2", [elr_change("t", 0, leader=2)]),
+        ("committed", [begin, config(2, "t", "min.insync.replicas", "3"), ("END_TRANSACTION_RECORD", 0, {})]),
+        ("t-0 to 1", [elr_change("t", 0, leader=1)]),
+    ]
+    m = _stepped(tmp_path, w, steps)
+    assert [(o, c) for o, _, c in m.health_changes] == [
+        (w.known["t-0 shrinks"][0], (0, 0, 0, 1, 0)), (w.known["committed"][0] + 2, (0, 0, 1, 1, 0))]

@@ -1322,14 +1322,20 @@ class _Walker:
         self.min_isr_era += 1
 
     def _forget_min_isrs_moved_by(self, rec: Any, kind: str) -> None:
-        """Forget the min ISRs the record may move (``_keeps_min_isr``): outside a transaction, a topic's creation or
-        removal, and a topic's min.insync.replicas config, only those of the topics of its name (a TopicRecord names
-        its topic id; a RemoveTopicRecord drops its topic's name's configs, ``ClusterImage._remove_topic``; a topic's
-        config is its name's), any other such record all of them."""
+        """Forget the min ISRs the record may move (``_keeps_min_isr``). In a transaction a decoded metadata record
+        moves none: the image holds it unapplied until End (``ClusterImage.apply``), which forgets them all. Outside
+        one, a topic's creation moves only its topic's (a TopicRecord moves no config, only its topic id's name), a
+        removal or a topic's min.insync.replicas config only those of the topics of its name (a RemoveTopicRecord
+        drops its topic's name's configs, ``ClusterImage._remove_topic``); any other such record all of them."""
         if _keeps_min_isr(rec, kind):
             return
-        if rec.error is None and self.image.transaction is None:
-            if kind in _TOPIC_KINDS:
+        if rec.error is None and kind != END:
+            if self.image.transaction is not None:
+                return
+            if kind == "TOPIC_RECORD":
+                self._forget_topic_min_isrs([rec.data["topicId"]])
+                return
+            if kind == "REMOVE_TOPIC_RECORD":
                 tid = rec.data["topicId"]
                 self._forget_topic_min_isrs([tid, *self.named.get(self.topic_names.get(tid), ())])
                 return
