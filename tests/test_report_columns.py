@@ -20,6 +20,7 @@ from kraftlog.state.topics import PARTITION_CHANGE_RECORD, Merge
 from kraftlog.wire.batch import CONTROL_BIT, Record, encode_batch
 
 collect_module = importlib.import_module("kraftlog.report.collect")
+records_module = importlib.import_module("kraftlog.schema.records")
 REPO = Path(__file__).resolve().parent.parent
 DAY = 86_400_000
 START = 1_735_689_600_000
@@ -79,6 +80,9 @@ def test_the_fold_is_built_for_what_the_declarations_say(monkeypatch):
     changed = dict(PARTITION_CHANGE_RECORD, leader=Merge("sentinel", "leader", -1, bumps="leaderEpoch"))
     monkeypatch.setattr(columns, "PARTITION_CHANGE_RECORD", changed)
     assert not columns.built()  # a leader field that merges otherwise
+    monkeypatch.setattr(columns, "PARTITION_CHANGE_RECORD", {**PARTITION_CHANGE_RECORD, "replicas": Merge(
+        "placement", "replicas", bumps="leaderEpoch")})
+    assert not columns.built()  # replicas that would bump an epoch the fold reads
     monkeypatch.setattr(columns, "PARTITION_CHANGE_RECORD", {**PARTITION_CHANGE_RECORD, "newField": Merge("replace")})
     assert not columns.built()  # a field the schema does not declare
     monkeypatch.setattr(columns, "PARTITION_CHANGE_RECORD", {k: v for k, v in PARTITION_CHANGE_RECORD.items()
@@ -105,8 +109,12 @@ def test_which_records_the_fold_takes():
         (TOPIC_ID, 3), -2, (1,), {"leaderRecoveryState": 1})
     assert take(decode_metadata(_change(3, 1, directories=[]))) == ((TOPIC_ID, 3), -2, None, {"directories": []})
     assert take(decode_metadata(_change(3, 2, lastKnownElr=[], leader=1))) == ((TOPIC_ID, 3), 1, None, {"lastKnownElr": []})
-    for other in (_change(3, replicas=[1, 2]), _change(3, 1, replicas=[1], directories=[TOPIC_ID]),
-                  _change(3, 2, eligibleLeaderReplicas=[1]),
+    # a reassignment's replicas: their count read, the field passed to the merge with the others
+    assert columns.COUNTED == "replicas"
+    assert take(decode_metadata(_change(3, replicas=[1, 2]))) == ((TOPIC_ID, 3), -2, None, {"replicas": [1, 2]})
+    assert take(decode_metadata(_change(3, 1, replicas=[1], directories=[TOPIC_ID], isr=[1], leader=1))) == (
+        (TOPIC_ID, 3), 1, (1,), {"replicas": [1], "directories": [TOPIC_ID]})
+    for other in (_change(3, 2, eligibleLeaderReplicas=[1]),
                   _change(3, unknown=[("", 9, b"\x01")], isr=[1]),
                   encode_metadata("PARTITION_RECORD", 0, {"partitionId": 3, "topicId": TOPIC_ID, "replicas": [1],
                                                            "isr": [1], "leader": 1}),
@@ -307,6 +315,11 @@ def test_the_fold_agrees_with_add_on_generated_logs(tmp_path, monkeypatch):
         folded = _both(node, tmp_path, monkeypatch)
         assert folded["changes"] > 100, (name, folded)
         _both(node, tmp_path, monkeypatch, max_buckets=10)
+    # partitions told apart in a table and grouped by a comparison sort (the others' ways: small stretches sorted,
+    # groups by radix)
+    monkeypatch.setattr(collect_module, "_SORTED_KEYS", -1)
+    monkeypatch.setattr(collect_module, "_RADIX_GROUPS", 0)
+    _both(node, tmp_path, monkeypatch)
 
 
 def test_the_fold_agrees_with_add_on_fixtures_and_the_real_corpus(tmp_path, monkeypatch, corpus):
@@ -442,6 +455,31 @@ def _walker():
     return collect_module._Walker(collect_module.Timeline("", "", 1, ""), ClusterImage(), 10, True)
 
 
+def test_leaders_availability_read_by_id_agrees_with_each_leader_told(monkeypatch):
+    """``_flags`` reads the availability of leaders 0..255 from a table by broker id and tells each other leader
+    (and any of a leader below -1) on its own: both give each partition's leader as unavailable where its broker
+    is fenced or not registered, and no partition without a leader as unavailable."""
+    import numpy as np
+
+    w = _walker()
+    w.image.brokers.registrations = {b: {"fenced": fenced} for b, fenced in ((0, False), (1, True), (3, False),
+                                                                              (300, False), (301, True))}
+    w.topic_ids, w.topic_codes = ["x"], {"x": 0}
+    unavailable = {-1: 0, 0: 0, 1: 1, 2: 1, 3: 0, 255: 1, 300: 0, 301: 1, -3: 0}
+
+    def told(leaders: list[int], looked_up: int) -> list[int]:
+        monkeypatch.setattr(collect_module, "_LOOKED_UP", looked_up)
+        n = len(leaders)
+        flags = w._flags(np.asarray(leaders, np.int64), np.full(n, 2), np.zeros(n, np.int64), np.full(n, 2),
+                         np.zeros(n, np.int64))
+        assert ((flags & 1) == (np.asarray(leaders) < 0)).all()  # (offline)
+        return ((flags >> 1) & 1).tolist()
+
+    for leaders in ([-1, 0, 1, 2, 3, 255, 0, -1], [3, 300, 301, -1, 1], [0, -3, 1], [-1], []):
+        for looked_up in (256, 0):
+            assert told(leaders, looked_up) == [unavailable[b] for b in leaders], (leaders, looked_up)
+
+
 def test_isrs_compared_as_bits_agree_with_sets(monkeypatch):
     """``_isr_moves_of`` and ``_isr_holds`` on ISRs of brokers 0..62 as bits give what the sets give, and ISRs
     holding another broker (63, -1) are taken as sets: literal values, then every pair both ways."""
@@ -497,6 +535,10 @@ def test_kinds_told_once_stay_right_when_the_record_cache_is_full(tmp_path, monk
         walked.setdefault(id(run.decoded), (run.decoded, len({id(v) for v in run.decoded if v is not None})))
         return kinds(self, run)
 
+    # records met again are shared through ``decode_metadata``'s cache: start it fresh, as a process's first walk
+    # does, so that what earlier tests decoded (or a rest they left it in) does not decide what is told here
+    for name, value in (("_recent", {}), ("_full", records_module._RECENT_ENTRIES), ("_hits", 0), ("_resting", 0)):
+        monkeypatch.setattr(records_module, name, value)
     monkeypatch.setattr(collect_module._Walker, "_kind", counting)
     monkeypatch.setattr(collect_module._Walker, "_kinds", walks)
     monkeypatch.setattr(collect_module, "_SEEN_MAX", 8)
@@ -532,7 +574,8 @@ def test_whether_a_broker_leads_an_unheld_partition_is_counted_as_it_is_read(tmp
 
 def test_which_records_keep_the_min_isrs_known():
     """A config of another key leaves every min ISR as it was (a ConfigRecord sets or deletes its one key); a min
-    ISR config, a topic, a record not decoded and a new epoch's leader do not."""
+    ISR config, a topic and a record not decoded do not; a new epoch's leader does (``_leader_change`` forgets them
+    where the node's moves: ``tests/test_report_health.py``)."""
     keeps = collect_module._keeps_min_isr
 
     def config(name: str, value: str | None = "2") -> object:
@@ -545,7 +588,7 @@ def test_which_records_keep_the_min_isrs_known():
                                       config("min.insync.replicas"), config("min.insync.replicas", None), topic,
                                       decode_metadata(_change(3, isr=[1])[:-2]))] == [
         True, True, True, False, False, False, False]
-    assert not keeps(decode_metadata(encode_metadata("NO_OP_RECORD", 0, {})), "LEADER_CHANGE")
+    assert keeps(decode_metadata(encode_metadata("NO_OP_RECORD", 0, {})), "LEADER_CHANGE")
 
 
 def test_blocks_of_consecutive_offsets_are_folded_as_one(tmp_path, monkeypatch):
@@ -703,11 +746,10 @@ def test_a_fencing_of_a_leader_is_folded_with_the_rechecks_it_makes(tmp_path, mo
                                                                          (17, "t-0", 2)]
 
 
-def test_a_topic_removal_is_folded_where_the_stretch_changes_none_of_its_partitions(tmp_path, monkeypatch):
-    """With ``FOLDED_REMOVALS`` a RemoveTopicRecord goes by no ``add``: gone's partition, held from a stretch
-    before a config, is written back and dropped where the removal comes, its health counted there between the
-    fold's changes; u's, changed earlier in the stretch, ends the stretch and is carried by the next; model, page
-    and image as ``add`` gives them (and without ``FOLDED_REMOVALS``)."""
+def test_a_topic_removal_ends_a_stretch(tmp_path, monkeypatch):
+    """A RemoveTopicRecord goes by ``add`` (folding it where the stretch changes none of its topic's partitions
+    gained no CPU): gone's partition, held from a stretch before a config, is written back and dropped where the
+    removal comes, and so is u's, changed earlier in the stretch; model, page and image as ``add`` gives them."""
     u_id = "AAAAAAAAAAAAAAAAAAAAAw"
     change, noop = _plan_change, ("NO_OP_RECORD", 0, {})
 
@@ -721,17 +763,12 @@ def test_a_topic_removal_is_folded_where_the_stretch_changes_none_of_its_partiti
     later = [change(0, topic=GONE_ID, isr=[1]), config, change(0, isr=[1]), noop, remove(GONE_ID), change(1, isr=[2]),
              change(0, isr=[1, 2]), change(0, topic=u_id, isr=[2]), noop, remove(u_id), change(1, isr=[1, 2]), noop]
     node, added = _added_after_setup(tmp_path, monkeypatch, setup, later)
-    monkeypatch.setattr(collect_module, "FOLDED_REMOVALS", False)
     _both(node, tmp_path, monkeypatch)
-    assert added == [10, 13, 18]
-    monkeypatch.setattr(collect_module, "FOLDED_REMOVALS", True)
-    added.clear()
-    _both(node, tmp_path, monkeypatch)
-    assert added == [10]  # (a min ISR config: ``add``)
+    assert added == [10, 13, 18]  # (10: a min ISR config)
     monkeypatch.setattr(collect_module, "FAST_COLUMNS", True)
     added.clear()
     m = collect_module.collect(node)
-    assert added == [10]
+    assert added == [10, 13, 18]
     # (no leader, leader fenced, below min ISR, below replicas, ELR): 13 and 18 drop gone-0's and u-0's
     assert [(o, h) for o, _, h in m.health_changes] == [
         (9, (0, 0, 0, 1, 0)), (11, (0, 0, 0, 2, 0)), (13, (0, 0, 0, 1, 0)), (14, (0, 0, 0, 2, 0)),
@@ -740,3 +777,40 @@ def test_a_topic_removal_is_folded_where_the_stretch_changes_none_of_its_partiti
     gone = m.partitions[(GONE_ID, 0)]
     assert (gone.removed_time, gone.isr, gone.shrinks) == (START + 100 + 4, (1,), 1)
     assert {k for k in m.partitions if m.partitions[k].removed_time is None} == {(TOPIC_ID, 0), (TOPIC_ID, 1)}
+
+
+def test_a_reassignment_is_folded_with_its_replica_count(tmp_path, monkeypatch):
+    """With ``FOLDED_REPLICAS`` changes with replicas (a reassignment's) go by no ``add``: each replica count read
+    where it comes (p0 under-replicated with 3 in sync while 4 replicas are assigned, in sync with 4 and then with
+    3 of 3, p2 under-replicated once it has 3), the replicas and
+    directories merged and written back with the partition, and a change whose placement ``merge_partition``
+    refuses (3 directories for 2 replicas) by ``add`` with its problem; model, page and image as ``add`` gives them
+    (and without ``FOLDED_REPLICAS``, where each reassigning change goes by ``add``)."""
+    change, noop = _plan_change, ("NO_OP_RECORD", 0, {})
+    d1, d2, d3 = ("AAAAAAAAAAAAAAAAAAAA" + c + "A" for c in "BCD")
+    setup = [*(_broker(b, False) for b in (1, 2, 3, 4)), ("TOPIC_RECORD", 0, {"name": "t", "topicId": TOPIC_ID}),
+             _part(0, [1, 2, 3], 1), _part(1, [1, 2, 3], 2), _part(2, [1, 2], 1)]
+    later = [change(0, isr=[1, 2]), noop, change(0, replicas=[1, 2, 3, 4], addingReplicas=[4], isr=[1, 2, 3]),
+             change(1, isr=[2]), change(0, isr=[1, 2, 3, 4]),
+             change(0, 1, replicas=[2, 3, 4], addingReplicas=[], directories=[d1, d2, d3], isr=[2, 3, 4], leader=2),
+             noop, change(2, replicas=[1, 2, 3]),
+             change(1, 1, replicas=[1, 2], directories=[d1, d2, d3]),  # refused: ``add``, the stretch ends before it
+             change(1, isr=[1, 2]), change(2, isr=[1, 2, 3]), change(0, isr=[2, 3]), noop]
+    node, added = _added_after_setup(tmp_path, monkeypatch, setup, later)
+    monkeypatch.setattr(collect_module, "FOLDED_REPLICAS", False)
+    _both(node, tmp_path, monkeypatch)
+    assert added == [10, 13, 15, 16]
+    monkeypatch.setattr(collect_module, "FOLDED_REPLICAS", True)
+    added.clear()
+    assert _both(node, tmp_path, monkeypatch)["changes"] == 9
+    assert added == [16]
+    monkeypatch.setattr(collect_module, "FAST_COLUMNS", True)
+    m = collect_module.collect(node)
+    # (no leader, leader fenced, below min ISR, below replicas, ELR)
+    assert [(o, h) for o, _, h in m.health_changes] == [
+        (8, (0, 0, 0, 1, 0)), (11, (0, 0, 0, 2, 0)), (12, (0, 0, 0, 1, 0)), (15, (0, 0, 0, 2, 0)),
+        (18, (0, 0, 0, 1, 0)), (19, (0, 0, 0, 2, 0))]
+    assert m.problems.total == 1
+    assert (m.partitions[(TOPIC_ID, 0)].replicas, m.partitions[(TOPIC_ID, 2)].replicas) == (3, 3)
+    parts = collect_module.collect(node).partitions
+    assert parts[(TOPIC_ID, 1)].replicas == 3

@@ -2,6 +2,7 @@
 where each state is entered and left at a known offset; a generated cluster and the three-nodes
 fixture against their ground truth."""
 
+import importlib
 import itertools
 import json
 import re
@@ -26,6 +27,8 @@ from kraftlog.files.logdir import find_nodes
 from kraftlog.report import collect
 from kraftlog.report.model import HEALTH
 
+collect_module = importlib.import_module("kraftlog.report.collect")
+
 OFFLINE, UNAVAILABLE, UNDER_MIN, URP, ELR = range(len(HEALTH))
 
 
@@ -34,15 +37,21 @@ def elr_change(topic: str, pid: int, **fields) -> tuple[str, int, dict]:
     return ("PARTITION_CHANGE_RECORD", 2, {"partitionId": pid, "topicId": uuid(topic), **fields})
 
 
-@pytest.fixture(scope="module")
-def scenario(tmp_path_factory):
-    """Brokers 1-3; topic t (min.insync.replicas 2 on the topic) and topic u (no topic config)."""
+def _three_brokers() -> LogWriter:
+    """A log of controller 1's epoch, then brokers 1-3 registered and unfenced."""
     w = LogWriter()
     w.last_ts = T0
     w.leader_change(T0, 1, [1, 2, 3])
     w.records(T0, ("FEATURE_LEVEL_RECORD", 0, {"name": "metadata.version", "featureLevel": 25}))
     w.records(T0 + 100, broker(1, 10), broker(2, 11), broker(3, 12))
     w.records(T0 + 200, *(registration_change(b, 9 + b, fenced=-1) for b in (1, 2, 3)))
+    return w
+
+
+@pytest.fixture(scope="module")
+def scenario(tmp_path_factory):
+    """Brokers 1-3; topic t (min.insync.replicas 2 on the topic) and topic u (no topic config)."""
+    w = _three_brokers()
     w.records(T0 + 300, ("TOPIC_RECORD", 0, {"name": "t", "topicId": uuid("t")}),
               config(2, "t", "min.insync.replicas", "2"),
               *(partition("t", p, [1 + (p + i) % 3 for i in range(3)]) for p in range(3)),
@@ -221,3 +230,65 @@ def test_min_isr_follows_the_epoch_between_partition_records(tmp_path):
     assert [(o, c) for o, _, c in m.health_changes] == [
         (w.known["shrinks"][0], (0, 0, 1, 1, 0)), (w.known["expands"][0], (0, 0, 0, 0, 0)),
         (w.known["shrinks again"][0], (0, 0, 1, 1, 0)), (w.known["next epoch"][0], (0, 0, 0, 1, 0))]
+
+
+def _stepped(tmp_path, w: LogWriter, steps: list[tuple[str, list]]):
+    """The timeline of ``w``'s log then each named step's records 30 s apart, NoOps between (no problems)."""
+    at = T0 + SECOND
+    for name, records in steps:
+        w.noops_until(at)
+        w.records(at, *records, name=name)
+        at += 30 * SECOND
+    w.noops_until(at)
+    write_cluster(tmp_path, w)
+    m = collect(find_nodes(tmp_path)[0])
+    assert not m.problems
+    return m
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_min_isr_is_forgotten_for_the_topics_a_record_moves(tmp_path, monkeypatch, fast):
+    """A topic's creation leaves the other topics' min ISRs known; a removal drops its name's topic config for every
+    topic of that name (two ids named t: removing one leaves the other at the cluster default), and a topic's min
+    ISR config moves those of its name, whether the changes that read them are folded or taken one by one."""
+    monkeypatch.setattr(collect_module, "FAST_COLUMNS", fast)
+    w = _three_brokers()
+    w.records(T0 + 300, ("TOPIC_RECORD", 0, {"name": "t", "topicId": uuid("t")}),
+              config(2, "t", "min.insync.replicas", "3"), partition("t", 0, [1, 2, 3]),
+              ("TOPIC_RECORD", 0, {"name": "t", "topicId": uuid("t2")}), partition("t2", 0, [1, 2, 3]))
+    steps = [
+        ("t-0 shrinks", [elr_change("t", 0, isr=[1, 2])]),
+        ("t2-0 shrinks", [elr_change("t2", 0, isr=[1, 2])]),
+        ("v created", [("TOPIC_RECORD", 0, {"name": "v", "topicId": uuid("v")}), partition("v", 0, [1, 2, 3])]),
+        ("t-0 to 2", [elr_change("t", 0, leader=2)]),
+        ("t2 deleted", [("REMOVE_TOPIC_RECORD", 0, {"topicId": uuid("t2")})]),
+        ("t-0 to 1", [elr_change("t", 0, leader=1)]),  # t's config went with t2: the cluster default, 1
+        ("t min ISR 2", [config(2, "t", "min.insync.replicas", "2")]),
+        ("t-0 shrinks again", [elr_change("t", 0, isr=[1])]),
+    ]
+    m = _stepped(tmp_path, w, steps)
+    assert [(o, c) for o, _, c in m.health_changes] == [
+        (w.known["t-0 shrinks"][0], (0, 0, 1, 1, 0)), (w.known["t2-0 shrinks"][0], (0, 0, 2, 2, 0)),
+        (w.known["t2 deleted"][0], (0, 0, 1, 1, 0)), (w.known["t-0 to 1"][0], (0, 0, 0, 1, 0)),
+        (w.known["t-0 shrinks again"][0], (0, 0, 1, 1, 0))]
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_min_isr_of_a_transaction_counts_where_it_commits(tmp_path, monkeypatch, fast):
+    """A min ISR config in a metadata transaction is held with it (the image shows no half transaction): aborted,
+    t keeps min ISR 2; committed, t-0 (2 in sync) is below 3 from the End on."""
+    monkeypatch.setattr(collect_module, "FAST_COLUMNS", fast)
+    w = _three_brokers()
+    w.records(T0 + 300, ("TOPIC_RECORD", 0, {"name": "t", "topicId": uuid("t")}),
+              config(2, "t", "min.insync.replicas", "2"), partition("t", 0, [1, 2, 3]))
+    begin = ("BEGIN_TRANSACTION_RECORD", 0, {"name": "x"})
+    steps = [
+        ("t-0 shrinks", [elr_change("t", 0, isr=[1, 2])]),
+        ("aborted", [begin, config(2, "t", "min.insync.replicas", "3"), ("ABORT_TRANSACTION_RECORD", 0, {"reason": "x"})]),
+        ("t-0 to 2", [elr_change("t", 0, leader=2)]),
+        ("committed", [begin, config(2, "t", "min.insync.replicas", "3"), ("END_TRANSACTION_RECORD", 0, {})]),
+        ("t-0 to 1", [elr_change("t", 0, leader=1)]),
+    ]
+    m = _stepped(tmp_path, w, steps)
+    assert [(o, c) for o, _, c in m.health_changes] == [
+        (w.known["t-0 shrinks"][0], (0, 0, 0, 1, 0)), (w.known["committed"][0] + 2, (0, 0, 1, 1, 0))]

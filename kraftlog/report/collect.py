@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,7 @@ from kraftlog.files.logdir import NodeDir
 from kraftlog.files.reader import Limits
 from kraftlog.files.records import NO_OP, Block, Entry, ReadProblems, is_no_op
 from kraftlog.report.cells import Cells
-from kraftlog.report.columns import CHANGE, LEADER_EPOCH, PARTITION_EPOCH, PASSED_STATES, change_of
+from kraftlog.report.columns import CHANGE, COUNTED, LEADER_EPOCH, PARTITION_EPOCH, PASSED_STATES, change_of
 from kraftlog.report.model import (
     HEALTH,
     BrokerLane,
@@ -64,12 +65,11 @@ FAST_NOOPS = True
 FAST_COLUMNS = True
 #: Whether PartitionChangeRecords with ``columns.PASSED`` fields are folded too (tests compare both ways).
 FAST_PASSED = True
+#: Whether PartitionChangeRecords with replicas (``columns.COUNTED``, a reassignment's) are folded too (tests compare).
+FOLDED_REPLICAS = True
 #: Whether a broker record that moves its broker's availability to lead is folded too where its broker leads
 #: partitions up to it in the stretch: their flags are rechecked where it comes (``_flip_rows``; tests compare).
 FOLDED_FLIPS = True
-#: Whether a RemoveTopicRecord is folded too where no change or recheck of the stretch is of its topic: the health
-#: it moves counted where it comes (``_fold_health``; tests compare both ways).
-FOLDED_REMOVALS = True
 #: Most records of the blocks ``collect`` joins into one for ``add_records`` (1: none joined; tests).
 JOINED_RECORDS = 1 << 15
 #: Removed partitions kept at most (those of most churn; None: all): the page draws TOP_PARTITIONS,
@@ -86,6 +86,10 @@ _OTHER, _NOOP, _CHANGE = 0, 1, 2  # what a record of a ``Block`` is to ``add_rec
 #: Whether ISRs of brokers 0.._MASK_BITS-1 are compared as bits (``_isr_masks``; tests compare both ways).
 MASKED_ISRS = True
 _MASK_BITS = 63  # bits of an int64 a broker may take (the sign bit not)
+#: Partition numbers ``_distinct_keys`` sorts at most (beyond: marked in a table), and the partitions a fold's
+#: changes are grouped by as 16-bit numbers at most (``_fold_changes``; tests take each way).
+_SORTED_KEYS, _RADIX_GROUPS = 256, 1 << 16
+_LOOKED_UP = 256  # leaders below this id: their availability read from a table by id (``_flags``)
 _REGISTRY_MAX = 1 << 18  # partitions and ISRs named by number in folds, before the numbers start over
 #: A held partition's columns (``_Walker.cols``): its state's leader and ISR (by number), its track's, its
 #: replicas, ELR set, topic (by number), epochs, health flags, and the churn its track has not been told yet.
@@ -110,10 +114,14 @@ _READS_NO_PARTITION = frozenset({BEGIN, END, ABORT,
     "REMOVE_DELEGATION_TOKEN_RECORD", "FEATURE_LEVEL_RECORD", "ZK_MIGRATION_STATE_RECORD", "PRODUCER_IDS_RECORD",
     "LEADER_CHANGE", "KRAFT_VOTERS", "KRAFT_VERSION"})
 _TOPIC_KINDS = frozenset({"TOPIC_RECORD", "REMOVE_TOPIC_RECORD"})  # they replace or drop a topic's partitions
-#: Records that leave what ``min_isr`` reads (configs, topic names, the epoch's leader) as it was: the min ISRs
-#: known stay known across them (any other record forgets them).
-_KEEPS_MIN_ISR = _PARTITION_KINDS | (_READS_NO_PARTITION - {"CONFIG_RECORD", END, "LEADER_CHANGE"})
+#: Records that leave what ``min_isr`` reads (configs, topic names) as it was: the min ISRs known stay known across
+#: them (any other record forgets them: ``_forget_min_isrs_moved_by``). A new epoch's leader may move the node's
+#: (``_leader_change``).
+_KEEPS_MIN_ISR = _PARTITION_KINDS | (_READS_NO_PARTITION - {"CONFIG_RECORD", END})
 _SEEN_MAX = 1 << 15  # decoded records whose kind is remembered across walks
+_TOLD = 6  # what ``_Walker._kind`` tells of a record: kind, partition, leader, ISR, passed fields, replicas
+_NOT_TAKEN = (_OTHER, -1, 0, -1, -1, -1)  # a record of no fold's kind, as ``_Walker._kind`` tells it
+_NOOP_ROW = (_NOOP, *_NOT_TAKEN[1:])
 #: Records a fold carries in log order, each through ``_apply`` as ``add`` takes it, counted with the stretch's
 #: others: they read and move no partition, broker, epoch leader or min ISR (a config only when not of
 #: min.insync.replicas), so the stretch's changes fold the same around them. All of them read no partition.
@@ -123,14 +131,14 @@ _ASIDE_TYPES = ("CONFIG_RECORD", "CLIENT_QUOTA_RECORD", "ACCESS_CONTROL_ENTRY_RE
 _ASIDE = 3  # the first aside's code in ``add_records``' kinds, one per type
 _ASIDE_CODES = {name: _ASIDE + i for i, name in enumerate(_ASIDE_TYPES)}
 _ASIDE_BY_KEY = {BY_TYPE_NAME[name].api_key: code for name, code in _ASIDE_CODES.items()}  # (``_kind``)
+_ASIDE_ROWS = {code: (code, *_NOT_TAKEN[1:]) for code in _ASIDE_CODES.values()}
 _NO_OP_KEY, _CONFIG_KEY = BY_TYPE_NAME[NO_OP].api_key, BY_TYPE_NAME["CONFIG_RECORD"].api_key
 #: Broker records a fold carries as asides when no partition's health moves at them or reads them before
 #: (``_past_brokers``): they leave their broker as available to lead as it was (registered and unfenced, or
 #: not), or it leads no partition up to them in the stretch.
 _BROKER_CODES = {name: _ASIDE + len(_ASIDE_TYPES) + i for i, name in enumerate(Brokers().handlers())}
-_REMOVAL = _ASIDE + len(_ASIDE_TYPES) + len(_BROKER_CODES)  # a RemoveTopicRecord a fold carries (``_past_brokers``)
 #: Records of no fold's own kind that ``_past_brokers`` may carry.
-_PAST_KEYS = frozenset(BY_TYPE_NAME[name].api_key for name in [*_BROKER_CODES, "REMOVE_TOPIC_RECORD"])
+_PAST_KEYS = frozenset(BY_TYPE_NAME[name].api_key for name in _BROKER_CODES)
 
 
 def collect(source: NodeDir | Log, *, limits: Limits = Limits(), max_buckets: int = MAX_BUCKETS,
@@ -185,6 +193,9 @@ class _Walker:
         self.pending: list[tuple[Entry, Any]] = []  # records of an open metadata transaction
         self.topic_names = {tid: t["name"] for tid, t in image.topics.by_id.items()}
         self.seen_names = set(image.topics.id_by_name)
+        self.named: dict[str, list[str]] = {}  # topic name -> the topic ids named so (``_forget_min_isrs_moved_by``)
+        for tid, name in self.topic_names.items():
+            self.named.setdefault(name, []).append(tid)
         self.topic_partitions: dict[str, list[tuple[str, int]]] = {}
         self.removed: set[tuple[str, int]] = set()  # removed partitions still in the model
         self.broker_states: dict[int, str] = {}
@@ -200,7 +211,7 @@ class _Walker:
         self.min_isr_era = 0  # one more each time ``min_isrs`` is forgotten
         self.topic_min_isr = np.zeros((0, 2), np.int64)  # topic number -> min ISR and the era it is of
         self.values: list | None = None  # the walk whose values ``value_kinds`` describes
-        self.value_kinds = np.zeros((5, 0), np.int64)  # of the values of ``values``: kinds, keys, leaders, ISRs, passed
+        self.value_kinds = np.zeros((_TOLD, 0), np.int64)  # of the values of ``values``: ``_Told.rows``' columns
         self.told = _Told()  # the kinds of records told before
         self.key_codes: dict[tuple[str, int], int] = {}  # partition -> its number in folds
         self.keys: list[tuple[str, int]] = []
@@ -213,7 +224,6 @@ class _Walker:
         self.passed: list[dict] = []  # a taken change's ``columns.PASSED`` fields, by number
         self.passed_state: dict[int, dict] = {}  # held partition -> its state after the passed fields folded
         self.flips: list[tuple[int, int]] = []  # the stretch's broker records moving availability: place, broker
-        self.removals: list[tuple[int, str]] = []  # the stretch's RemoveTopicRecords: place, topic id
         self.rechecks: tuple[np.ndarray, np.ndarray] | None = None  # the stretch's partitions rechecked at them:
         # place in the stretch, partition number (``_flip_rows``)
         self.folding = False  # while a fold applies its asides (their rechecks are the fold's: ``_broker``)
@@ -224,6 +234,8 @@ class _Walker:
         # does not grow it.
         self.cols = np.zeros((0, _WIDTH), np.int64)
         self.slot_of = np.zeros(0, np.int64)  # partition number -> its row in ``cols`` (-1: not held)
+        self.key_marks = np.zeros(0, bool)  # by partition number (``_distinct_keys``)
+        self.key_group = np.zeros(0, np.int64)  # by partition number: its group in ``_fold_changes``
         self.code_of = np.zeros(0, np.int64)  # row of ``cols`` -> the partition held there (-1: free)
         self.slot_held = np.empty(0, object)  # row of ``cols`` -> the ``held`` entry of the partition held there
         self.free: list[int] = []
@@ -297,16 +309,17 @@ class _Walker:
         model.last_offset = e.offset
         self.entry, self.entry_bucket = e, self._count(e.timestamp, e.offset, kind)
         if self.epoch is None or e.epoch > self.epoch.epoch:
+            node = self._node_min_isr()
             self.epoch = Epoch(e.epoch, e.offset, e.timestamp)
             model.epochs.append(self.epoch)
-            self._forget_min_isrs()  # the new epoch's leader is not known yet
+            if self._node_min_isr() != node:  # the new epoch's leader is not known yet
+                self._forget_min_isrs()
         image = self.image
         if kind in _PARTITION_KINDS and image.transaction is None and rec.error is None:
             image.apply(rec, e.offset, e.timestamp, e.epoch)  # the general way below, in fewer steps
             self._partition(e, rec.data, None)
         else:
-            if not _keeps_min_isr(rec, kind):
-                self._forget_min_isrs()  # it may move a config min ISR comes from
+            self._forget_min_isrs_moved_by(rec, kind)  # it may move a config min ISR comes from
             self._apply(e, kind)
         if self.health_moved:
             self._health_moved(e)
@@ -341,7 +354,7 @@ class _Walker:
         """``add`` of each record of the run: stretches of NoOps and of the PartitionChangeRecords
         ``columns`` takes, outside a transaction, below a new epoch and within the buckets' span, are
         folded at once (``_fold``); any other record goes through ``add``."""
-        kind, key, leader, isr, passed = self._kinds(run)
+        kind, key, leader, isr, passed, replicas = self._kinds(run)
         a, n = 0, len(run)
         stops: dict[int, np.ndarray] = {}
         decoded, kv = run.decoded, run.kv
@@ -351,17 +364,17 @@ class _Walker:
             else:
                 z, held = self._stretch(run, a, kind, key, leader, passed, stops)
             if z > a:
-                self._fold(run, a, z, kind[a:z], key[a:z], leader[a:z], isr[a:z], held)
+                self._fold(run, a, z, kind[a:z], key[a:z], leader[a:z], isr[a:z], replicas[a:z], held)
                 a = z
                 continue
             self.add(run.entry(a))
             self.skipped.clear()
             a += 1
 
-    def _kinds(self, run: Block) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def _kinds(self, run: Block) -> tuple[np.ndarray, ...]:
         """Per record: its kind, and for a PartitionChangeRecord the fold takes, its partition's number,
-        its leader (-2: unchanged), its ISR's number (-1: unchanged) and its passed fields' (-1: none); each
-        value of a walk told once."""
+        its leader (-2: unchanged), its ISR's number (-1: unchanged), its passed fields' (-1: none) and its
+        replicas' count (-1: unchanged); each value of a walk told once."""
         if run.decoded is not self.values:
             if max(len(self.keys), len(self.isrs), len(self.topic_ids), len(self.passed)) > _REGISTRY_MAX:
                 self._release_all()
@@ -374,25 +387,31 @@ class _Walker:
                 self.told = _Told()
             self.values = run.decoded
             self.value_kinds = np.ascontiguousarray(self.told.kinds(run.decoded, self._kind).T)
-        kind, key, leader, isr, passed = self.value_kinds[:, run.kv]  # (each a row: contiguous)
-        return kind, key, leader, isr, passed
+        kv = run.kv
+        return tuple(row[kv] for row in self.value_kinds)  # (row by row: a 2-d take costs several times more)
 
-    def _kind(self, rec: Any) -> tuple[int, int, int, int, int]:
+    def _kind(self, rec: Any) -> tuple[int, ...]:
+        """A record's row of ``_Told.rows``."""
         if type(rec) is not MetadataRecord or rec.error is not None:  # (None: a walk's value no record names)
-            return _OTHER, -1, 0, -1, -1
+            return _NOT_TAKEN
         api_key = rec.api_key
         if api_key == _NO_OP_KEY:
-            return (_NOOP if FAST_NOOPS else _OTHER), -1, 0, -1, -1
+            return _NOOP_ROW if FAST_NOOPS else _NOT_TAKEN
         if (aside := _ASIDE_BY_KEY.get(api_key)) is not None:
-            return (aside if api_key != _CONFIG_KEY or rec.data.get("name") != MIN_ISR else _OTHER), -1, 0, -1, -1
+            return _ASIDE_ROWS[aside] if api_key != _CONFIG_KEY or rec.data.get("name") != MIN_ISR else _NOT_TAKEN
         change = change_of(rec)
         if change is None:
-            return _OTHER, -1, 0, -1, -1
+            return _NOT_TAKEN
         key, leader, isr, passed = change
-        passed_code = -1
+        passed_code = replicas = -1
         if passed is not None:
             if not FAST_PASSED:
-                return _OTHER, -1, 0, -1, -1
+                return _NOT_TAKEN
+            if COUNTED in passed:
+                if not FOLDED_REPLICAS:
+                    return _NOT_TAKEN
+                if (given := passed[COUNTED]) is not None:
+                    replicas = len(given)
             passed_code = len(self.passed)
             self.passed.append(passed)
         code = self.key_codes.get(key)
@@ -400,9 +419,9 @@ class _Walker:
             code = self.key_codes[key] = len(self.keys)
             self.keys.append(key)
         if isr is None:
-            return _CHANGE, code, leader, -1, passed_code
+            return _CHANGE, code, leader, -1, passed_code, replicas
         isr_code = self.isr_codes.get(isr)
-        return _CHANGE, code, leader, self._isr_code(isr) if isr_code is None else isr_code, passed_code
+        return _CHANGE, code, leader, self._isr_code(isr) if isr_code is None else isr_code, passed_code, replicas
 
     def _isr_code(self, isr: tuple[int, ...]) -> int:
         code = self.isr_codes.get(isr)
@@ -432,7 +451,7 @@ class _Walker:
         """The records from ``a`` up to the first one a fold cannot take (``a``: none), and the partitions
         they change, held (``_hold``), with their passed fields merged (``_merge_passed``). ``stops``: by
         epoch, where the run has records no fold takes below it."""
-        self.flips, self.rechecks, self.removals = [], None, []
+        self.flips, self.rechecks = [], None
         if self.epoch is None or self.image.transaction is not None:
             return a, None
         epoch = self.epoch.epoch
@@ -456,13 +475,6 @@ class _Walker:
                     if end == a:
                         return a, None
                     z, held = end, self._hold(key[a:end][kind[a:end] == _CHANGE])  # (held already)
-                if self.removals and self.removals[0][0] < z and (end := self._removals_end(a, z, held)) < z:
-                    if end == a:
-                        return a, None
-                    z, held = end, self._hold(key[a:end][kind[a:end] == _CHANGE])  # (held already)
-                    if self.rechecks is not None:
-                        mine = self.rechecks[0] < z - a
-                        self.rechecks = self.rechecks[0][mine], self.rechecks[1][mine]
                 cut = self._merge_passed(key, passed, a, z)
                 if cut == a:
                     return a, None
@@ -475,18 +487,6 @@ class _Walker:
                     return z, held
                 return cut, self._hold(key[a:cut][kind[a:cut] == _CHANGE])
 
-    def _removals_end(self, a: int, z: int, held: np.ndarray) -> int:
-        """The end of the stretch from ``a`` (``z`` at most): the first RemoveTopicRecord of a topic a change or a
-        recheck of the stretch is of (its partitions' states, tracks and flags are the fold's), else ``z``."""
-        codes = held if self.rechecks is None else np.concatenate([held, self.rechecks[1]])
-        topics = set(self.cols[self.slot_of[codes], _TOPIC].tolist())
-        for p, tid in self.removals:
-            if p >= z:
-                break
-            if self.topic_codes.get(tid, -1) in topics:
-                return p
-        return z
-
     def _flip_rows(self, a: int, z: int, kind: np.ndarray, key: np.ndarray, leader: np.ndarray) -> int:
         """For each broker record from ``a`` to ``z`` that moves its broker's availability (``flips``), the
         partitions its broker may lead where it comes, held, in ``rechecks``: those it led when the stretch began
@@ -496,8 +496,11 @@ class _Walker:
         places, codes = [], []
         held_rows = self.code_of >= 0
         held_codes, held_leaders = self.code_of[held_rows], self.cols[held_rows, _LEADER]
+        changes = a + np.flatnonzero(kind[a:flips[-1][0] if flips else a] == _CHANGE)  # (up to the last flip)
+        change_keys, change_leaders = key[changes], leader[changes]
         for p, b in flips:
-            mine = [held_codes[held_leaders == b], key[a:p][(kind[a:p] == _CHANGE) & (leader[a:p] == b)]]
+            before = int(np.searchsorted(changes, p))  # the changes before it
+            mine = [held_codes[held_leaders == b], change_keys[:before][change_leaders[:before] == b]]
             led = self.led.get(b, ())
             if len(led) > self.held_led.get(b, 0):  # some written back (those held: in ``cols``)
                 numbered = list(map(self.key_codes.get, led))
@@ -547,19 +550,12 @@ class _Walker:
         written back, none made its leader by a change before them), each marked in ``kind`` as an aside: the
         flags the fold gives before them do not read the broker, and those after read it as they leave it. Any
         that fails to replay ends the stretch. With ``FOLDED_FLIPS`` one that moves its broker's availability is
-        carried too, noted in ``flips`` (``_flip_rows``); with ``FOLDED_REMOVALS`` a RemoveTopicRecord is, noted in
-        ``removals`` (``_removals_end``)."""
+        carried too, noted in ``flips`` (``_flip_rows``)."""
         scratch: Brokers | None = None
         while z < len(kind) and run.epochs[z] <= self.epoch.epoch:
             rec = run.decoded[run.kv[z]]
             code = _BROKER_CODES.get(rec.type) if type(rec) is MetadataRecord and rec.error is None else None
             if code is None:
-                if (FOLDED_REMOVALS and type(rec) is MetadataRecord and rec.error is None
-                        and rec.type == "REMOVE_TOPIC_RECORD"):
-                    self.removals.append((z, rec.data["topicId"]))
-                    kind[z] = _REMOVAL
-                    z = int(stop[np.searchsorted(stop, z + 1)])
-                    continue
                 break
             if scratch is None:
                 scratch = Brokers()
@@ -611,7 +607,7 @@ class _Walker:
         """The partitions the records change, by number ascending, each held in ``cols`` (those not yet held
         read from the image, the track and ``health``); None (the partitions noted in ``skipped``) when one
         has no state, track or flags, as ``_partition`` then takes another way."""
-        codes = _distinct(keys)
+        codes = self._distinct_keys(keys)
         if len(self.slot_of) < len(self.keys):
             self.slot_of = np.concatenate([self.slot_of, np.full(max(len(self.keys), 1024), -1, np.int64)])
         new = codes[self.slot_of[codes] < 0].tolist()
@@ -661,6 +657,19 @@ class _Walker:
             for slot, code in zip(slots, taken, strict=True):
                 self.slot_held[slot] = self.held[code]
         return codes if len(taken) == len(new) else None
+
+    def _distinct_keys(self, keys: np.ndarray) -> np.ndarray:
+        """``_distinct`` of partition numbers; many are marked in a table by number instead of sorted (a sort costs
+        more per number than a pass over the table once they are more than a few hundred)."""
+        if len(keys) <= _SORTED_KEYS + len(self.keys) // 128:
+            return _distinct(keys)
+        marks = self.key_marks
+        if len(marks) < len(self.keys):
+            marks = self.key_marks = np.zeros(2 * len(self.keys), bool)
+        marks[keys] = True
+        codes = np.flatnonzero(marks)
+        marks[codes] = False  # (all False between calls)
+        return codes
 
     def _release(self, codes: list[int]) -> None:
         """Write the held partitions back (the image's state, the track, ``leader_of`` and ``health``), as
@@ -723,7 +732,7 @@ class _Walker:
         self._release([c for k in keys if (c := codes.get(k)) is not None and c in held])
 
     def _fold(self, run: Block, a: int, z: int, kind: np.ndarray, key: np.ndarray, leader: np.ndarray,
-              isr: np.ndarray, held: np.ndarray) -> None:
+              isr: np.ndarray, replicas: np.ndarray, held: np.ndarray) -> None:
         """``add`` of records ``a``..``z`` of the run, NoOps and taken PartitionChangeRecords outside a
         transaction, below the epoch and within the buckets' span: the counts, the image, the tracks,
         cells, events and health they move, the same as record by record."""
@@ -748,10 +757,7 @@ class _Walker:
                 rec = e.record
                 bid = rec.data.get("brokerId", rec.data.get("id")) if rec.type in _BROKER_CODES else None
                 was = bid is not None and _unavailable(registrations.get(bid))
-                if self.held and kind[i] == _REMOVAL:
-                    self._release_read_by(rec, rec.type)  # (of its topic none is the fold's: ``_removals_end``)
-                if not _keeps_min_isr(rec, rec.type):
-                    self._forget_min_isrs()
+                self._forget_min_isrs_moved_by(rec, rec.type)
                 counts = self.health_counts
                 self._apply(e, rec.type)
                 if self.health_counts != counts:
@@ -774,10 +780,11 @@ class _Walker:
             real = (kind[rows] == _CHANGE)
             given_leader = np.where(real, leader[rows], NO_LEADER_CHANGE)
             given_isr = np.where(real, isr[rows], -1)
+            given_replicas = np.where(real, replicas[rows], -1)
         else:
-            by, given_leader, given_isr = key[rows], leader[rows], isr[rows]
-        at, deltas = self._fold_changes(rows, offsets, ts, slot, by, given_leader, given_isr, held, buckets, real,
-                                        flipped) if len(rows) else (rows, np.zeros((0, len(HEALTH)), np.int64))
+            by, given_leader, given_isr, given_replicas = key[rows], leader[rows], isr[rows], replicas[rows]
+        at, deltas = self._fold_changes(rows, offsets, ts, slot, by, given_leader, given_isr, given_replicas, held,
+                                        buckets, real, flipped) if len(rows) else (rows, np.zeros((0, len(HEALTH)), np.int64))
         if moves:
             at = np.concatenate([at, [i for i, _ in moves]])
             deltas = np.concatenate([deltas, np.asarray([d for _, d in moves], np.int64).reshape(-1, len(HEALTH))])
@@ -823,17 +830,24 @@ class _Walker:
         return bucket
 
     def _fold_changes(self, rows: np.ndarray, offsets: np.ndarray, ts: np.ndarray, slot: np.ndarray, key: np.ndarray,
-                      leader: np.ndarray, isr: np.ndarray, held: np.ndarray, buckets: dict[int, Bucket],
-                      real: np.ndarray | None = None, flipped: dict[int, tuple[list[int], list[bool]]] | None = None
-                      ) -> tuple[np.ndarray, np.ndarray]:
+                      leader: np.ndarray, isr: np.ndarray, replicas: np.ndarray, held: np.ndarray,
+                      buckets: dict[int, Bucket], real: np.ndarray | None = None,
+                      flipped: dict[int, tuple[list[int], list[bool]]] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``image.apply`` and ``_partition`` of each PartitionChangeRecord at ``rows`` (positions in the
         stretch), grouped by partition (``held``: their numbers, ascending): each field carried forward from
-        the partition's state held in ``cols`` (``merge_partition``), the track's leader and ISR before each
+        the partition's state held in ``cols`` (``merge_partition``; ``replicas``: a count, -1 unchanged), the
+        track's leader and ISR before each
         record, its health flags after; ``cols`` left as the last record leaves the partition. Rows not ``real``
         are a broker record's recheck of the partition (``_flip_rows``): it sets nothing, and its flags read the
         broker as the record leaves it; ``flipped``: the brokers whose availability moves in the stretch, where
         and to what (the first: as it was). The rows that moved their partition's flags, and by what (log order)."""
-        order = key.argsort(kind="stable")  # by partition, each in log order
+        if len(held) < _RADIX_GROUPS:  # (a stable sort of 16-bit numbers is a radix sort: no comparisons)
+            if len(self.key_group) < len(self.keys):
+                self.key_group = np.zeros(2 * len(self.keys), np.int64)
+            self.key_group[held] = np.arange(len(held))
+            order = self.key_group[key].astype(np.uint16).argsort(kind="stable")  # by partition, each in log order
+        else:
+            order = key.argsort(kind="stable")
         m = len(order)
         codes = key[order]
         head = np.empty(m, bool)
@@ -847,10 +861,13 @@ class _Walker:
         ends[-1] = m - 1
         slots = self.slot_of[held]
         numbers = self.cols[slots]
-        (seed_leader, seed_isr, track_leader, track_isr, replicas, elr, topic, leader_epoch,
+        (seed_leader, seed_isr, track_leader, track_isr, seed_replicas, elr, topic, leader_epoch,
          partition_epoch) = numbers[:, :_FLAGS].T
         new_leader, leader_set = _carried(leader[order], NO_LEADER_CHANGE, head, group, seed_leader)
         new_isr, _ = _carried(isr[order], -1, head, group, seed_isr)
+        # replica counts (a reassignment's, set as ``merge_partition`` of its replicas sets them: ``_merge_passed``)
+        new_replicas = _carried(replicas[order], -1, head, group, seed_replicas)[0] if (replicas >= 0).any() \
+            else seed_replicas[group]
         was_leader = np.empty(m, np.int64)
         was_leader[1:] = new_leader[:-1]
         was_leader[starts] = track_leader
@@ -859,7 +876,7 @@ class _Walker:
         was_isr[starts] = track_isr
         # health flags after each record (``_set_health``), and before it
         sizes = self._isr_sizes()[new_isr]
-        flags = self._flags(new_leader, sizes, topic[group], replicas[group], elr[group])
+        flags = self._flags(new_leader, sizes, topic[group], new_replicas, elr[group])
         at = rows[order]  # sorted row -> its place in the stretch
         for broker, (places, states) in (flipped or {}).items():  # as it was where each row comes
             led = (new_leader == broker).nonzero()[0]
@@ -887,6 +904,7 @@ class _Walker:
         cols[slots, _LEADER_EPOCH] = epoch_after[ends] + leader_epoch
         cols[slots, _PARTITION_EPOCH] = (ends - starts + 1 if real is None else np.add.reduceat(real, starts, dtype=np.int64)) + partition_epoch
         cols[slots, _FLAGS] = flags[ends]
+        cols[slots, _REPLICAS] = new_replicas[ends]
         cols[slots, _CHURN] += np.add.reduceat(churn, starts, axis=1).T
         self._fold_events(at, moved, was_leader, new_leader, leader_epoch[group] + epoch_after, unclean, offsets, ts,
                           group, held)
@@ -896,19 +914,24 @@ class _Walker:
         sorted_at[order] = np.arange(m)
         moved = (flags != before)[sorted_at].nonzero()[0]  # in log order
         at = sorted_at[moved]
-        return rows[moved], _unpacked(flags[at]) - _unpacked(before[at])
+        return rows[moved], _FLAG_DELTAS[flags[at], before[at]]
 
     def _flags(self, leader: np.ndarray, sizes: np.ndarray, topic: np.ndarray, replicas: np.ndarray,
                elr: np.ndarray) -> np.ndarray:
         """``_set_health``'s flags (each a number: ``_FLAG_TUPLES``) of partitions given as columns: leader, ISR
         size, topic (by number), replicas and whether an ELR is set."""
         live = leader >= 0
-        unavailable = np.zeros(len(leader), bool)
-        leaders = _distinct(leader[live]).tolist()
-        if leaders:
-            registrations = self.image.brokers.registrations
-            fenced = [_unavailable(registrations.get(b)) for b in leaders]
-            unavailable[live] = np.asarray(fenced, bool)[np.searchsorted(leaders, leader[live])]
+        registrations = self.image.brokers.registrations
+        if len(leader) and int(leader.min()) >= -1 and (top := int(leader.max())) < _LOOKED_UP:  # (most: few brokers)
+            # each broker's, by id (no leader: the last, read as available, as ``live`` says it is none)
+            table = np.fromiter((_unavailable(registrations.get(b)) for b in range(top + 1)), bool, top + 1)
+            unavailable = np.append(table, False)[leader]
+        else:
+            unavailable = np.zeros(len(leader), bool)
+            leaders = _distinct(leader[live]).tolist()
+            if leaders:
+                fenced = [_unavailable(registrations.get(b)) for b in leaders]
+                unavailable[live] = np.asarray(fenced, bool)[np.searchsorted(leaders, leader[live])]
         known, era = self.topic_min_isr, self.min_isr_era
         if len(known) < len(self.topic_ids):
             known = self.topic_min_isr = np.concatenate([known, np.full((len(self.topic_ids), 2), -1, np.int64)])
@@ -938,7 +961,7 @@ class _Walker:
         old = held[:, _FLAGS]
         moved = flags != old
         if moved.any():
-            delta = (_unpacked(flags[moved]) - _unpacked(old[moved])).sum(axis=0)
+            delta = _FLAG_DELTAS[flags[moved], old[moved]].sum(axis=0)
             self.health_counts = tuple(map(operator.add, self.health_counts, delta.tolist()))
             self.cols[rows, _FLAGS] = flags
             self.health_moved = True
@@ -1142,8 +1165,11 @@ class _Walker:
 
     def _leader_change(self, e: Entry, data: dict) -> None:
         if self.epoch is not None:
+            node = self._node_min_isr()
             self.epoch.leader = data["leaderId"]
             self.epoch.voters = ", ".join(str(v["voterId"]) for v in data.get("voters") or [])
+            if self._node_min_isr() != node:  # the min ISR of a topic with no config of its own
+                self._forget_min_isrs()
         configs = self.image.configs.resources
         if any(t == BROKER and name and MIN_ISR in c for (t, name), c in configs.items()):
             self._recheck(self._all_partitions())  # min ISR may come from the new active controller's config
@@ -1212,6 +1238,7 @@ class _Walker:
         name, tid = data["name"], data["topicId"]
         again = " (re-created: new topic id)" if name in self.seen_names else ""
         self.topic_names[tid] = name
+        self.named.setdefault(name, []).append(tid)
         self.seen_names.add(name)
         self.model.topic_events.append(Event(e.offset, e.timestamp, "created", name, f"topic id {tid}{again}",
                                              len(self.image.topics.by_id)))
@@ -1293,6 +1320,36 @@ class _Walker:
         self.min_isrs.clear()
         self.node_min_isr = None
         self.min_isr_era += 1
+
+    def _forget_min_isrs_moved_by(self, rec: Any, kind: str) -> None:
+        """Forget the min ISRs the record may move (``_keeps_min_isr``). In a transaction a decoded metadata record
+        moves none: the image holds it unapplied until End (``ClusterImage.apply``), which forgets them all. Outside
+        one, a topic's creation moves only its topic's (a TopicRecord moves no config, only its topic id's name), a
+        removal or a topic's min.insync.replicas config only those of the topics of its name (a RemoveTopicRecord
+        drops its topic's name's configs, ``ClusterImage._remove_topic``); any other such record all of them."""
+        if _keeps_min_isr(rec, kind):
+            return
+        if rec.error is None and kind != END:
+            if self.image.transaction is not None:
+                return
+            if kind == "TOPIC_RECORD":
+                self._forget_topic_min_isrs([rec.data["topicId"]])
+                return
+            if kind == "REMOVE_TOPIC_RECORD":
+                tid = rec.data["topicId"]
+                self._forget_topic_min_isrs([tid, *self.named.get(self.topic_names.get(tid), ())])
+                return
+            if kind == "CONFIG_RECORD" and rec.data["resourceType"] == TOPIC and rec.data["resourceName"]:
+                self._forget_topic_min_isrs(self.named.get(rec.data["resourceName"], ()))
+                return
+        self._forget_min_isrs()
+
+    def _forget_topic_min_isrs(self, tids) -> None:
+        known, codes = self.topic_min_isr, self.topic_codes
+        for tid in tids:
+            self.min_isrs.pop(tid, None)
+            if (code := codes.get(tid)) is not None and code < len(known):
+                known[code, 1] = -1  # (no era's)
 
     def _topic_min_isr(self, tid: str) -> int:
         min_isr = self.min_isrs.get(tid)
@@ -1468,10 +1525,10 @@ class _Told:
     def __init__(self) -> None:
         self.ids = np.zeros(0, np.int64)  # sorted
         self.rows_of = np.zeros(0, np.int64)  # each id's row in ``rows``
-        self.rows = np.zeros((0, 5), np.int64)  # kind, key, leader, ISR, passed
+        self.rows = np.zeros((0, _TOLD), np.int64)  # kind, key, leader, ISR, passed, replicas (``_Walker._kind``)
         self.held: list = []  # the record of each row
 
-    def kinds(self, decoded: list, tell: Callable[[Any], tuple[int, int, int, int, int]]) -> np.ndarray:
+    def kinds(self, decoded: list, tell: Callable[[Any], tuple[int, ...]]) -> np.ndarray:
         """The row of each of ``decoded``, those not here told (in the order they first come) and kept."""
         ids = np.fromiter(map(id, decoded), np.int64, len(decoded))
         numbers = self._find(ids)
@@ -1489,7 +1546,7 @@ class _Told:
             rank = np.empty(len(first), np.int64)
             rank[by_first] = np.arange(len(first))
             records = [decoded[i] for i in new[first[by_first]].tolist()]
-            rows = np.asarray([tell(r) for r in records], np.int64).reshape(-1, 5)
+            rows = np.fromiter(chain.from_iterable(map(tell, records)), np.int64, _TOLD * len(records)).reshape(-1, _TOLD)
             base = len(self.held)
             self.held += records
             self.rows = np.concatenate([self.rows, rows])
@@ -1506,7 +1563,7 @@ class _Told:
         return np.where(self.ids[at] == ids, self.rows_of[at], -1)
 
 
-_NAMES = {_NOOP: NO_OP, _CHANGE: CHANGE, _REMOVAL: "REMOVE_TOPIC_RECORD",
+_NAMES = {_NOOP: NO_OP, _CHANGE: CHANGE,
           **{code: name for name, code in (_ASIDE_CODES | _BROKER_CODES).items()}}
 
 
@@ -1545,6 +1602,10 @@ def _keeps_min_isr(rec: Any, kind: str) -> bool:
 def _unpacked(flags: np.ndarray) -> np.ndarray:
     """Flags numbered as ``_FLAG_TUPLES`` as rows of 0 and 1."""
     return (flags[:, None] >> _FLAG_BITS) & 1
+
+
+#: By the flags after and before (numbered as ``_FLAG_TUPLES``), the move of each health count.
+_FLAG_DELTAS = _unpacked(np.arange(len(_FLAG_TUPLES)))[:, None] - _unpacked(np.arange(len(_FLAG_TUPLES)))[None, :]
 
 
 def _min_isr_of(config: dict | None) -> int | None:

@@ -2,7 +2,8 @@
 
 A quiet log's churn is ISR shrinks and expands and leader moves: PartitionChangeRecords that hold
 only their partition's keys, ``isr`` and ``leader`` (and, now and then, fields the report does not read,
-``PASSED``, which the fold hands to ``merge_partition`` as they come). Those the report folds a run at a time with
+``PASSED``, and a reassignment's ``replicas``, ``COUNTED``, which the fold hands to ``merge_partition`` as they
+come). Those the report folds a run at a time with
 numpy (``collect._Walker.add_records``); any other record, and any of these it was not built for
 (a version the schema does not declare, one read as an older version, an unknown tagged field,
 another field set), goes the object way. What each taken field does to the partition comes from
@@ -22,6 +23,7 @@ from kraftlog.state.topics import (
     KEY,
     NO_LEADER_CHANGE,
     PARTITION_CHANGE_RECORD,
+    PLACEMENT,
     REPLACE,
     SENTINEL,
     Merge,
@@ -47,9 +49,15 @@ READ = frozenset({"leader", "isr", "replicas", "eligibleLeaderReplicas", LEADER_
 #: report reads (directories, leaderRecoveryState, adding/removing replicas, lastKnownElr).
 PASSED = frozenset(name for name, m in PARTITION_CHANGE_RECORD.items()
                    if m.rule != KEY and name not in TAKEN and m.state not in READ and m.bumps is None)
-#: The states ``merge_partition`` of the ``PASSED`` fields alone may set.
-PASSED_STATES = frozenset(PARTITION_CHANGE_RECORD[name].state for name in PASSED)
-_TAKEN_NAMES, _KNOWN_NAMES = frozenset(TAKEN), frozenset(TAKEN) | PASSED  # (``change_of``: no set made per record)
+#: The field the fold reads the length of (the partition's replica count: its track's, and whether it is
+#: under-replicated), handed to ``merge_partition`` with the ``PASSED`` fields as it comes: a reassignment's replicas
+#: replace the old ones and bump no epoch but the partition's (``PartitionRegistration.merge``), and their placement
+#: is checked against the directories there (``state.topics.placement``), so a change the merge refuses ends a stretch.
+COUNTED = "replicas"
+_MERGED = PASSED | {COUNTED}  # the fields a change hands to ``merge_partition``
+#: The states ``merge_partition`` of the ``PASSED`` and ``COUNTED`` fields alone may set.
+PASSED_STATES = frozenset(PARTITION_CHANGE_RECORD[name].state for name in _MERGED)
+_TAKEN_NAMES, _KNOWN_NAMES = frozenset(TAKEN), frozenset(TAKEN) | _MERGED  # (``change_of``: no set made per record)
 
 
 def built() -> bool:
@@ -64,7 +72,7 @@ def built() -> bool:
         if name in TAKEN:
             if merge != TAKEN[name] or (merge.rule != KEY and (field.tag is None or field.default != merge.unchanged)):
                 return False
-        elif field.tag is None:
+        elif field.tag is None or (name == COUNTED and (merge != Merge(PLACEMENT, COUNTED) or field.default is not None)):
             return False
     return fields.keys() == PARTITION_CHANGE_RECORD.keys() and ALWAYS_BUMPS == PARTITION_EPOCH
 
@@ -73,8 +81,8 @@ BUILT = built()
 
 
 def change_of(rec: Any) -> tuple[tuple[str, int], int, tuple[int, ...] | None, dict | None] | None:
-    """((topic id, partition), leader (-2: unchanged), ISR (None: unchanged), its ``PASSED`` fields (None:
-    none)) of a PartitionChangeRecord the fold takes; None for any other record."""
+    """((topic id, partition), leader (-2: unchanged), ISR (None: unchanged), its ``PASSED`` and ``COUNTED`` fields
+    (None: none)) of a PartitionChangeRecord the fold takes; None for any other record."""
     if (type(rec) is not MetadataRecord or rec.api_key != _API_KEY or rec.error is not None
             or rec.decoded_as is not None or rec.unknown_tags or rec.version not in _VERSIONS or not BUILT):
         return None
@@ -83,7 +91,7 @@ def change_of(rec: Any) -> tuple[tuple[str, int], int, tuple[int, ...] | None, d
     if not data.keys() <= _TAKEN_NAMES:
         if not data.keys() <= _KNOWN_NAMES:
             return None
-        passed = {name: value for name, value in data.items() if name in PASSED}
+        passed = {name: value for name, value in data.items() if name in _MERGED}
     isr = data.get("isr")
     return (data["topicId"], data["partitionId"]), data.get("leader", NO_LEADER_CHANGE), \
         None if isr is None else tuple(isr), passed
