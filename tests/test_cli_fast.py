@@ -283,8 +283,13 @@ def _scans_both_ways(path: Path):
     return scan_file(lf), s
 
 
+def _batches(columns) -> int:
+    return sum(len(h["baseOffset"]) for h in columns)
+
+
 def test_inspect_reads_clean_headers_as_the_reader_does(quiet_log, tmp_path):
-    from kraftlog.files.reader import NotClean, clean_headers
+    from kraftlog.files.reader import NotClean
+    from kraftlog.files.walk import clean_header_columns as clean_headers
 
     files = [*quiet_log.glob("*.log"), *quiet_log.glob("*.checkpoint"), *(REPO / "fixtures").rglob("*.log"),
              *corpus_log_files(metadata_only=True)]
@@ -303,6 +308,31 @@ def test_inspect_reads_clean_headers_as_the_reader_does(quiet_log, tmp_path):
             with pytest.raises(NotClean):
                 list(clean_headers(path))
     assert fast.batches == 0 and slow.regions == []
-    assert len(list(clean_headers(sorted(quiet_log.glob("*.log"))[0]))) == _scans_both_ways(
+    assert _batches(clean_headers(sorted(quiet_log.glob("*.log"))[0])) == _scans_both_ways(
         sorted(quiet_log.glob("*.log"))[0])[1].batches
     assert _scans_both_ways(tmp_path / "crc" / "00000000000000000000.log")[0].invalid_batches == 1
+
+
+def test_clean_headers_read_in_windows_are_the_readers_across_window_ends_and_offset_gaps(quiet_log, tmp_path):
+    """Header columns found a window at a time: a batch a window cuts starts the next one, a gap in offsets
+    across windows is a discontinuity, and offsets a column could not sum go the reader's way."""
+    import struct
+
+    from kraftlog.files.logdir import _scan_columns
+    from kraftlog.files.walk import clean_header_columns
+
+    first = sorted(quiet_log.glob("*.log"))[0]
+    path = tmp_path / "gap" / "00000000000000000000.log"
+    path.parent.mkdir()
+    path.write_bytes(first.read_bytes() * 2)  # clean, with a jump back in offsets between the copies
+    fast, slow = _scans_both_ways(path)
+    assert fast == slow and len(slow.discontinuities) == 1 and slow.batches > 100
+    lf = classify(path)
+    for window in (61, 100, 997, 4096, 1 << 16):  # at most a batch or two a window, up to many
+        assert _scan_columns(lf, clean_header_columns(path, window=window)) == slow, window
+    assert _batches(clean_header_columns(path, window=61)) == slow.batches
+    far = bytearray(path.read_bytes())
+    far[:8] = struct.pack(">q", (1 << 63) - 1)  # baseOffset is outside the CRC: still a clean file
+    path.write_bytes(far)
+    fast, slow = _scans_both_ways(path)
+    assert fast == slow and slow.first_offset == (1 << 63) - 1 and slow.discontinuities[0] == (1 << 63, 1)

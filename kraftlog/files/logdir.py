@@ -12,10 +12,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from kraftlog.files import storage
 from kraftlog.files.paths import BOOTSTRAP, MAX_DEPTH, METADATA_DIR_RE, LogFile, TooDeep, classify
-from kraftlog.files.reader import Limits, NotClean, Region, clean_headers, read_log_file
+from kraftlog.files.reader import Limits, NotClean, Region, read_log_file
 from kraftlog.files.storage import Remote, Where
+from kraftlog.files.walk import clean_header_columns
 from kraftlog.wire.batch import LOG_OVERHEAD, Batch, BatchHeader
 
 #: Files Kafka leaves in a partition directory that hold no records to replay.
@@ -260,11 +263,50 @@ def _is_file(path: Where) -> bool:
 def scan_file(lf: LogFile, limits: Limits = Limits()) -> FileScan:
     """Walk a file's batch headers: offsets, timestamps, epochs, CRCs, reported regions; a file that
     cannot be opened or read to its end says why in ``unreadable``. A clean file's headers are read
-    as tuples alone (``clean_headers``); at anything else the file is walked again by the reader."""
+    as columns alone (``walk.clean_header_columns``); at anything else the file is walked again by the reader."""
     try:
-        return scan_items(lf, clean_headers(lf.path, limits))
+        return _scan_columns(lf, clean_header_columns(lf.path, limits))
     except NotClean:
         return scan_items(lf, read_log_file(lf.path, limits, records=False))
+
+
+#: Offsets farther from 0 than this are summed by the reader's path, in Python's integers (no column may wrap).
+_FAR = 1 << 62
+
+
+def _scan_columns(lf: LogFile, windows: Iterable[dict[str, np.ndarray]]) -> FileScan:
+    """``scan_items`` of a clean file's header columns (every batch whole, its CRC holding), a window at a time;
+    ``NotClean`` for offsets a column could not sum."""
+    s = FileScan(lf)
+    expected: int | None = None
+    lo = hi = None
+    try:
+        s.bytes = storage.stat(lf.path).size
+        for h in windows:
+            base = h["baseOffset"]
+            if not len(base):
+                continue
+            if int(base.max()) > _FAR or int(base.min()) < -_FAR:
+                raise NotClean(lf.path)
+            last = base + h["lastOffsetDelta"]
+            s.batches += len(base)
+            s.batch_bytes += int(h["batchLength"].sum(dtype=np.int64)) + len(base) * LOG_OVERHEAD
+            s.records += int(np.maximum(h["recordsCount"], 0).sum(dtype=np.int64))
+            follows = np.concatenate([[int(base[0]) if expected is None else expected], last[:-1] + 1])
+            gaps = np.flatnonzero(base != follows)
+            s.discontinuities += zip(follows[gaps].tolist(), base[gaps].tolist(), strict=True)
+            expected = int(last[-1]) + 1
+            times = h["maxTimestamp"]
+            if s.first_offset is None:
+                s.first_offset, s.first_timestamp = int(base[0]), int(times[0])
+            s.last_offset, s.last_timestamp = int(last[-1]), int(times[-1])
+            epochs = h["partitionLeaderEpoch"]
+            lo = int(epochs.min()) if lo is None else min(lo, int(epochs.min()))
+            hi = int(epochs.max()) if hi is None else max(hi, int(epochs.max()))
+    except OSError as e:
+        s.unreadable = e.strerror or str(e)
+    s.epochs = None if lo is None else (lo, hi)
+    return s
 
 
 _FIELD = {sc.name: k for k, sc in enumerate(BatchHeader.subcons)}
@@ -272,8 +314,8 @@ _BASE, _LENGTH, _EPOCH, _LAST_DELTA, _MAX_TS, _COUNT = (_FIELD[name] for name in
     "baseOffset", "batchLength", "partitionLeaderEpoch", "lastOffsetDelta", "maxTimestamp", "recordsCount"))
 
 
-def scan_items(lf: LogFile, items: Iterable[Batch | Region | tuple]) -> FileScan:
-    """``scan_file`` of what a reader yields: a ``Batch`` or ``Region``, or a CRC-checked header tuple."""
+def scan_items(lf: LogFile, items: Iterable[Batch | Region]) -> FileScan:
+    """``scan_file`` of what a reader yields: a ``Batch`` or ``Region``."""
     s = FileScan(lf)
     expected = None
     lo = hi = None
@@ -284,7 +326,7 @@ def scan_items(lf: LogFile, items: Iterable[Batch | Region | tuple]) -> FileScan
                 s.regions.append(item)
                 s.skipped_bytes += item.length
                 continue
-            h, valid = (item, True) if type(item) is tuple else (item.header, item.is_valid)
+            h, valid = item.header, item.is_valid
             base, last = h[_BASE], h[_BASE] + h[_LAST_DELTA]
             s.batches += 1
             s.batch_bytes += h[_LENGTH] + LOG_OVERHEAD

@@ -452,38 +452,5 @@ def _follows(window: _Window, pos: int, limits: Limits) -> bool:
 
 
 class NotClean(Exception):
-    """``clean_headers`` met something it was not built for; ``read_log_file`` says what it is."""
-
-
-def clean_headers(path: "str | os.PathLike | Remote", limits: Limits = Limits()) -> Iterator[tuple]:
-    """The ``HEADER`` tuple of every batch of a local regular file that is nothing but whole v2 batches
-    whose CRCs hold: what ``read_log_file(records=False)`` yields for such a file (``Batch.header``),
-    without a ``Batch`` per batch. Anything else raises ``NotClean`` (a region, a CRC mismatch, a file
-    that cannot be opened; what came before it is then to be dropped); a file that shrinks while read
-    raises ``FileChangedError`` as the reader does."""
-    if isinstance(path, Remote):
-        raise NotClean(path)
-    try:
-        f = open_regular(path)
-    except (OSError, KraftlogError):  # the reader says what is wrong with it
-        raise NotClean(path) from None
-    with f:
-        size = os.fstat(f.fileno()).st_size
-        window, max_length, unpack = _Window(f, size), limits.max_batch_bytes - LOG_OVERHEAD, HEADER.unpack_from
-        pos = 0
-        while pos < size:
-            if size - pos < HEADER_SIZE:
-                raise NotClean(path)
-            buf, i = window.get(pos, HEADER_SIZE)
-            h = unpack(buf, i)
-            length = h[1]
-            total = length + LOG_OVERHEAD
-            if h[3] != 2 or not _MIN_BATCH_LENGTH <= length <= max_length or pos + total > size:
-                raise NotClean(path)
-            if i + total > len(buf):
-                buf, i = window.get(pos, total)
-            if crc32c(buf[i + CRC_START : i + total] if length < 4096 else memoryview(buf)[i + CRC_START : i + total]) \
-                    != h[4]:
-                raise NotClean(path)
-            yield h
-            pos += total
+    """A fast path (``walk.clean_header_columns``) met something it was not built for; ``read_log_file`` says what
+    it is."""
