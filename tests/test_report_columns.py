@@ -4,6 +4,7 @@ time (``collect._Walker.add_records``, ``report.columns``) give the model, the p
 the fold takes only what the declarations say it was built for."""
 
 import dataclasses
+import functools
 import importlib
 import re
 from pathlib import Path
@@ -543,6 +544,8 @@ def test_kinds_told_once_stay_right_when_the_record_cache_is_full(tmp_path, monk
     monkeypatch.setattr(collect_module._Walker, "_kinds", walks)
     monkeypatch.setattr(collect_module, "_SEEN_MAX", 8)
     monkeypatch.setattr(collect_module, "JOINED_RECORDS", 1)  # each walk's values on their own
+    from kraftlog.files import records, walk  # walks of a MiB, as the commands' were when this was written
+    monkeypatch.setattr(records, "walk_file", functools.partial(walk.walk_file, chunk=1 << 15, window=1 << 20))
     assert _both(node, tmp_path, monkeypatch)["changes"] > 100
     # (7 walks of 6,789 values, 4,767 told when written: emptied when full, each walk's would all be told)
     assert len(walked) > 3 and 0 < len(told) < sum(n for _, n in walked.values()) - 1000
@@ -598,7 +601,6 @@ def test_blocks_of_consecutive_offsets_are_folded_as_one(tmp_path, monkeypatch):
     assert main(["generate", str(out), "--duration", "6h", "--brokers", "5", "--topics", "12", "--seed", "7",
                  "--events-per-hour", "120"]) == 0
     node = find_nodes(str(out))[0]
-    import functools
 
     from kraftlog.files import records, walk  # a log this short is one walk with the commands' default walks
 
